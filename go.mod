@@ -2,7 +2,10 @@ module github.com/picobridge/picobridge
 
 go 1.26
 
-require github.com/spf13/cobra v1.10.2
+require (
+	github.com/pelletier/go-toml/v2 v2.4.3
+	github.com/spf13/cobra v1.10.2
+)
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
