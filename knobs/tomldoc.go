@@ -19,6 +19,7 @@ type entry struct {
 	boolean   bool
 	integer   int64
 	intErr    error // integer literal that does not fit int64
+	float     float64
 	strs      []string
 	line, col int
 }
@@ -109,6 +110,8 @@ func (d *tomlDoc) keyValue(p *unstable.Parser, prefix string, e *unstable.Node) 
 		en.boolean = string(v.Data) == "true"
 	case unstable.Integer:
 		en.integer, en.intErr = strconv.ParseInt(string(v.Data), 0, 64)
+	case unstable.Float:
+		en.float = parseTOMLFloat(string(v.Data))
 	case unstable.Array:
 		it := v.Children()
 		for it.Next() {
@@ -151,4 +154,18 @@ func typeName(k unstable.Kind) string {
 		return "a date/time"
 	}
 	return "an array of mixed values"
+}
+
+// parseTOMLFloat parses a float literal the TOML parser already accepted
+// (underscores, inf, nan).
+func parseTOMLFloat(s string) float64 {
+	s = strings.ReplaceAll(s, "_", "")
+	switch strings.TrimLeft(s, "+-") {
+	case "inf":
+		s = strings.Replace(s, "inf", "Inf", 1)
+	case "nan":
+		s = "NaN"
+	}
+	f, _ := strconv.ParseFloat(s, 64)
+	return f
 }
