@@ -176,7 +176,7 @@ func ParseProfile(kind ProfileKind, file string, data []byte) (*Profile, error) 
 	switch {
 	case namesLine == 0:
 		ps.add(file, 0, 0, "names", ErrProfile, "missing: a %s needs names = [\"<name>\", <aliases>...]", kind)
-	case len(p.Names) == 0:
+	case len(p.Names) == 0 && !slices.ContainsFunc(ps, func(q *Problem) bool { return q.Key == "names" }):
 		ps.add(file, namesLine, 1, "names", ErrProfile, "must not be empty")
 	}
 	for _, n := range p.Names {

@@ -328,7 +328,7 @@ func (r *Resolved) crossCheck() {
 		if f := r.Get(TxFlushMs); f.Source.Rung != RungBuiltin {
 			r.warn(TxFlushMs, "%s (set by %s) is not effective: %s is false", f, f.Source, TxBatch)
 		}
-	} else if !r.Cap(CapFlushThread) {
+	} else if !r.Cap(CapFlushThread) || !r.Cap(CapThreads) {
 		r.warn(TxFlushMs, "platform %s has no flush thread: a batch leaves only when the application spins, not every %d ms",
 			r.Platform.Name(), r.Int(TxFlushMs))
 	}
