@@ -235,8 +235,10 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 			set(TxFlushMs, flush, "a batched topic's latency budget is %d ms: a flush period must fit it", flush)
 		}
 		if anyBatched {
-			next.split = false
-			if need := sendsNeeded(next, batchSize, pubs); need > txBoundShare*sends0 {
+			next.split = cur.split // on already (Zephyr default): harmless, keep it
+			noSplit := next
+			noSplit.split = false
+			if need := sendsNeeded(noSplit, batchSize, pubs); need > txBoundShare*sends0 {
 				if r.Cap(CapThreads) {
 					next.split = true
 					set(TxSplitLock, 1, "batching alone needs %.1f sends/s of %.1f (still tx-bound): let publishers append while a flush is on the wire", need, sends0)

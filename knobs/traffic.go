@@ -2,6 +2,7 @@ package knobs
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,16 +62,21 @@ func ParseTraffic(file string, data []byte) (*Traffic, error) {
 	t := &Traffic{File: file}
 	var ps problems
 	index := map[string]int{}
+	var badTables []string
 	for _, tb := range doc.tables {
 		if i := strings.IndexByte(tb.path, '['); i > 0 && tb.path[:i] == "topic" && !strings.Contains(tb.path, "].") {
 			index[tb.path] = len(t.Topics)
 			t.Topics = append(t.Topics, Topic{Line: tb.line})
 			continue
 		}
+		badTables = append(badTables, tb.path+".")
 		ps.add(file, tb.line, tb.col, tb.path, ErrUnknownKey, "unknown table (a traffic file has description and [[topic]] tables)")
 	}
 	seen := map[int]map[string]bool{}
 	for _, e := range doc.entries {
+		if slices.ContainsFunc(badTables, func(t string) bool { return strings.HasPrefix(e.path, t) }) {
+			continue // reported once, at its table
+		}
 		if e.path == "description" {
 			if e.kind != unstable.String {
 				ps.add(file, e.line, e.col, e.path, ErrType, "want a string, got %s", typeName(e.kind))
