@@ -8,28 +8,27 @@ import (
 	"text/tabwriter"
 )
 
-// WriteExplain prints the resolution as a table: platform, board,
-// capabilities, then one line per knob (knob, value, unit, set by) and the
+// WriteExplain prints the resolution: platform and board, then a table with
+// one line per capability and per knob (knob, value, unit, set by), then the
 // warnings.
 func WriteExplain(w io.Writer, r *Resolved) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "platform:     %s (%s)", r.Platform.Name(), r.Platform.File)
+	fmt.Fprintf(&b, "platform: %s (%s)", r.Platform.Name(), r.Platform.File)
 	if len(r.Chain) > 1 {
 		fmt.Fprintf(&b, ", inherits %s", chainNames(r.Chain[:len(r.Chain)-1]))
 	}
 	b.WriteString("\n")
 	if r.Board != nil {
-		fmt.Fprintf(&b, "board:        %s (%s)\n", r.Board.Name(), r.Board.File)
+		fmt.Fprintf(&b, "board:    %s (%s)\n", r.Board.Name(), r.Board.File)
 	} else {
-		b.WriteString("board:        none\n")
+		b.WriteString("board:    none\n")
 	}
-	var caps []string
-	for _, c := range r.Capabilities {
-		caps = append(caps, fmt.Sprintf("%s=%t", c.Name, c.Value))
-	}
-	fmt.Fprintf(&b, "capabilities: %s\n\n", strings.Join(caps, " "))
+	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KNOB\tVALUE\tUNIT\tSET BY")
+	for _, c := range r.Capabilities {
+		fmt.Fprintf(tw, "capabilities.%s\t%t\t-\t%s\n", c.Name, c.Value, c.Source)
+	}
 	for _, v := range r.Values {
 		unit := string(v.Knob.Unit)
 		if unit == "" {
