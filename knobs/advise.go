@@ -171,6 +171,36 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 	offered := a.Throughput.Offered
 	sends0 := sendRate(w0)
 
+	// lowerWindow applies the last branch of the tree: a shorter socket
+	// window when the sends still do not fit (need per second) or a budget is
+	// shorter than one window (every send on a per-fd platform may wait one).
+	lowerWindow := func(need float64, budgets []time.Duration) {
+		window := w0
+		why := ""
+		if need*headroom > sends0 {
+			window = time.Duration(perFdSendEfficiency / (need * headroom) * float64(time.Second))
+			why = fmt.Sprintf("the tuned traffic still needs %.1f sends/s, ~%.1f per %v window", need, need*w0.Seconds(), w0)
+		}
+		for _, b := range budgets {
+			if b < window {
+				window = b
+				why = fmt.Sprintf("a latency-critical topic has a %v budget and each send may wait one window", b)
+			}
+		}
+		if window >= w0 {
+			return
+		}
+		step := int64(1)
+		for _, st := range socketWindowSteps {
+			if ms(st) <= window {
+				step = st
+				break
+			}
+		}
+		next.window = ms(step)
+		set(SocketTimeoutMs, step, "%s: more send windows per second, at the cost of read-task wakeups (model extrapolated from the 100 ms measurement)", why)
+	}
+
 	switch {
 	case len(pubs) == 0:
 		keep(TxBatch, "the device publishes nothing in this traffic")
@@ -187,10 +217,16 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 			laneReason[tp.Name] = "no TX tuning needed"
 		}
 	case offered <= comfortableShare*sends0:
+		var tight []time.Duration
 		for _, tp := range pubs {
 			next.lanes[tp.Name] = LanePerSample
 			laneReason[tp.Name] = "total rate comfortably under one send per window"
+			if tp.LatencyBudget < w0 {
+				tight = append(tight, tp.LatencyBudget)
+				laneReason[tp.Name] += fmt.Sprintf("; a send may wait one %v window, more than the budget", w0)
+			}
 		}
+		lowerWindow(0, tight)
 		if cur.batch && offered*float64(f0)/1000 <= 1 {
 			next.batch, next.split = false, false
 			set(TxBatch, 0, "%.1f msg/s is ≤ 1 message per %d ms flush: nothing to coalesce, and the flush overhead measurably hurts", offered, f0)
@@ -247,30 +283,7 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 				}
 			}
 		}
-		need := sendsNeeded(next, batchSize, pubs)
-		window := w0
-		why := ""
-		if need*headroom > sends0 {
-			window = time.Duration(perFdSendEfficiency / (need * headroom) * float64(time.Second))
-			why = fmt.Sprintf("the tuned traffic still needs %.1f sends/s, ~%.1f per %v window", need, need*w0.Seconds(), w0)
-		}
-		for _, b := range needWindow {
-			if b < window {
-				window = b
-				why = fmt.Sprintf("a latency-critical topic has a %v budget", b)
-			}
-		}
-		if window < w0 {
-			step := int64(1)
-			for _, s := range socketWindowSteps {
-				if ms(s) <= window {
-					step = s
-					break
-				}
-			}
-			next.window = ms(step)
-			set(SocketTimeoutMs, step, "%s: more send windows per second, at the cost of read-task wakeups (model extrapolated from the 100 ms measurement)", why)
-		}
+		lowerWindow(sendsNeeded(next, batchSize, pubs), needWindow)
 	}
 	if _, ok := rec[TxSplitLock]; !ok && len(pubs) > 0 {
 		v := b2i(next.split && next.batch)
