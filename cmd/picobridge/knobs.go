@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -38,7 +40,7 @@ func (f *knobsFlags) resolve() (*knobs.Resolved, error) {
 	for _, name := range f.envFiles {
 		data, err := os.ReadFile(name)
 		if err != nil {
-			return nil, &knobs.ConfigError{Problems: []*knobs.Problem{{File: name, Key: "--env", Msg: err.Error(), Err: knobs.ErrSyntax}}}
+			return nil, readError(name, "--env", "env file", err)
 		}
 		e, err := knobs.ParseEnvFile(name, data)
 		if err != nil {
@@ -134,7 +136,18 @@ func readTraffic(name string) (*knobs.Traffic, error) {
 		data, err = os.ReadFile(name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("traffic: %w", err)
+		return nil, readError(name, "--traffic", "traffic file", err)
 	}
 	return knobs.ParseTraffic(name, data)
+}
+
+// readError reports an unreadable input file like any other configuration
+// problem (exit status 2).
+func readError(name, flag, what string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &knobs.ConfigError{Problems: []*knobs.Problem{{File: name, Key: flag,
+		Msg: fmt.Sprintf("cannot read %s: %v", what, err), Err: knobs.ErrSyntax}}}
 }

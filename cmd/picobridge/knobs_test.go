@@ -88,18 +88,25 @@ func TestKnobsErrors(t *testing.T) {
 		{[]string{"knobs", "explain", "--platform", "freertos", "--board", "native_sim"},
 			"firmware/boards/zephyr/native_sim.toml: platform: board native_sim is for platform zephyr, not freertos", 2},
 		{[]string{"knobs", "explain", "--platform", "zephyr", "--env", "/nonexistent/prj.conf"},
-			"/nonexistent/prj.conf: --env: open /nonexistent/prj.conf: no such file or directory", 2},
+			"/nonexistent/prj.conf: --env: cannot read env file: no such file or directory", 2},
 		{[]string{"knobs", "advise", "--platform", "zephyr"},
 			`required flag(s) "traffic" not set`, 1},
 		{[]string{"knobs", "advise", "--platform", "zephyr", "--traffic", "/nonexistent.toml"},
-			"traffic: open /nonexistent.toml: no such file or directory", 1},
+			"/nonexistent.toml: --traffic: cannot read traffic file: no such file or directory", 2},
 	} {
 		_, err := run(t, tc.args...)
 		require.EqualError(t, err, tc.want)
 		require.Equal(t, tc.code, exitCode(err))
 	}
+	bad := filepath.Join(t.TempDir(), "traffic.toml")
+	require.NoError(t, os.WriteFile(bad, []byte("[[topic]]\nname = \"/a\"\ndirection = \"pub\"\nrate_hz = 1\nsize_bytes = 8\nlatency_budget = 10\n"), 0o644))
+	_, err := run(t, "knobs", "advise", "--platform", "zephyr", "--traffic", bad)
+	require.EqualError(t, err, bad+":6:1: topic[0].latency_budget: unknown key (a topic has name, direction, rate_hz, size_bytes, latency_budget_ms)\n"+
+		bad+":1: topic: topic 1: missing latency_budget_ms")
+	require.Equal(t, 2, exitCode(err))
+
 	t.Setenv("ZPICO_TX_BATCH", "sometimes")
-	_, err := run(t, "knobs", "explain", "--platform", "zephyr")
+	_, err = run(t, "knobs", "explain", "--platform", "zephyr")
 	require.EqualError(t, err, `environment: ZPICO_TX_BATCH: cannot parse "sometimes" as a bool (want y/n, 1/0, true/false)`)
 	require.Equal(t, 2, exitCode(err))
 }
