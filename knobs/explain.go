@@ -60,6 +60,7 @@ type SourceJSON struct {
 	Rung    string `json:"rung"`
 	Profile string `json:"profile,omitempty"`
 	Var     string `json:"var,omitempty"`
+	VarKind string `json:"var_kind,omitempty"` // env, deprecated or kconfig
 	File    string `json:"file,omitempty"`
 	Line    int    `json:"line,omitempty"`
 	Note    string `json:"note,omitempty"`
@@ -67,7 +68,11 @@ type SourceJSON struct {
 }
 
 func sourceJSON(s Source) SourceJSON {
-	return SourceJSON{Rung: s.Rung.String(), Profile: s.Profile, Var: s.Var, File: s.File, Line: s.Line, Note: s.Note, Text: s.String()}
+	j := SourceJSON{Rung: s.Rung.String(), Profile: s.Profile, Var: s.Var, File: s.File, Line: s.Line, Note: s.Note, Text: s.String()}
+	if s.Rung == RungEnv {
+		j.VarKind = s.VarKind.String()
+	}
+	return j
 }
 
 // ExplainJSON is the JSON form of `knobs explain --json`.

@@ -85,6 +85,8 @@ func newKnobsExplainCommand() *cobra.Command {
 		Use:   "explain --platform P [--board B|FILE] [--env FILE] [--json]",
 		Short: "Print every knob of a device with its value, unit and the rung that set it, then warnings",
 		Args:  cobra.NoArgs,
+		// Use already shows the flags.
+		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := f.resolve()
 			if err != nil {
@@ -109,6 +111,8 @@ func newKnobsAdviseCommand() *cobra.Command {
 		Use:   "advise --platform P [--board B] --traffic FILE",
 		Short: "Recommend TX tuning (batching, split lock, express, socket timeout) for a device's traffic",
 		Args:  cobra.NoArgs,
+		// Use already shows the flags.
+		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := f.resolve()
 			if err != nil {
