@@ -150,6 +150,13 @@ func TestZephyrKconfigDrift(t *testing.T) {
 		"CONFIG_NROS_MAX_SUBSCRIBERS":         "8",
 		"CONFIG_NROS_MAX_QUERYABLES":          "8",
 		"CONFIG_NROS_MAX_LIVELINESS":          "16",
+		"CONFIG_NROS_ZENOH_LEASE_MS":          "10000",
+		"CONFIG_NROS_ZENOH_LEASE_FACTOR":      "3",
+		"CONFIG_NROS_XRCE_STREAM_HISTORY":     "16",
+		"CONFIG_NROS_XRCE_TRANSPORT_MTU":      "512",
+		// Newer zephyr/Kconfig defaults SUBSCRIBER_BUFFER_SIZE,
+		// SUBSCRIBER_LARGE_SIZE and MAX_LARGE_SUBSCRIBERS to -1 (derive);
+		// the values above are the crate defaults they fall back to.
 	} {
 		k, _, ok := knobs.LookupEnv(sym)
 		require.True(t, ok, sym)

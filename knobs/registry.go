@@ -80,11 +80,16 @@ type Knob struct {
 	ID       string
 	Type     Type
 	Unit     Unit
-	Min, Max int64 // inclusive valid range (Bool: 0, 1)
-	Default  int64 // builtin default (Bool: 0 or 1)
-	Env      []EnvName
-	Meaning  string // one line
-	Source   string // where the builtin default comes from
+	Min, Max int64     // inclusive valid range (Bool: 0, 1)
+	Default  int64     // builtin default (Bool: 0 or 1)
+	Env      []EnvName // shared with the registry: read-only
+	Meaning  string    // one line
+	Source   string    // where the builtin default comes from
+	// Derivable knobs accept -1 from env/Kconfig: "derive at build time from
+	// the image's message inventory" (nano-ros phase-403, newer zephyr/Kconfig
+	// defaults). The gateway cannot see that inventory, so -1 defers to the
+	// rung below, with a warning.
+	Derivable bool
 }
 
 // Table is the TOML table that holds the knob, e.g. "knobs.zenoh.tx".
@@ -197,11 +202,11 @@ var registry = []Knob{
 		Meaning: "socket receive window of the read task; on Zephyr ~1 send per window",
 		Source:  "zenoh-pico Z_CONFIG_SOCKET_TIMEOUT (config.h.in)"},
 	{ID: LeaseMs, Type: Int, Unit: UnitMs, Min: 1000, Max: 3600000, Default: 10000,
-		Env:     env("NROS_ZENOH_LEASE_MS", "", ""),
+		Env:     env("NROS_ZENOH_LEASE_MS", "", "CONFIG_NROS_ZENOH_LEASE_MS"),
 		Meaning: "transport lease announced in OPEN; the session expires after it",
 		Source:  "zenoh-pico Z_TRANSPORT_LEASE"},
 	{ID: LeaseExpireFactor, Type: Int, Unit: UnitCount, Min: 1, Max: 100, Default: 3,
-		Env:     env("NROS_ZENOH_LEASE_EXPIRE_FACTOR", "", ""),
+		Env:     env("NROS_ZENOH_LEASE_EXPIRE_FACTOR", "", "CONFIG_NROS_ZENOH_LEASE_FACTOR"),
 		Meaning: "keep-alives per lease (keep-alive period = lease / factor)",
 		Source:  "zenoh-pico Z_TRANSPORT_LEASE_EXPIRE_FACTOR"},
 	{ID: BatchUnicastSize, Type: Int, Unit: UnitBytes, Min: 64, Max: 65535, Default: 1024,
@@ -227,11 +232,11 @@ var registry = []Knob{
 	{ID: SubscriberBufferSize, Type: Int, Unit: UnitBytes, Min: 16, Max: maxInt32, Default: 1024,
 		Env:     env("NROS_ZENOH_SUBSCRIBER_BUFFER_SIZE", "ZPICO_SUBSCRIBER_BUFFER_SIZE", "CONFIG_NROS_SUBSCRIBER_BUFFER_SIZE"),
 		Meaning: "small-class subscriber slot; a larger payload is dropped",
-		Source:  "nros-rmw-zenoh build.rs"},
+		Source:  "nros-rmw-zenoh build.rs", Derivable: true},
 	{ID: SubscriberLargeSize, Type: Int, Unit: UnitBytes, Min: 16, Max: maxInt32, Default: 16384,
 		Env:     env("NROS_ZENOH_SUBSCRIBER_LARGE_SIZE", "ZPICO_SUBSCRIBER_LARGE_SIZE", "CONFIG_NROS_SUBSCRIBER_LARGE_SIZE"),
 		Meaning: "large-class subscriber slot size",
-		Source:  "nros-rmw-zenoh build.rs"},
+		Source:  "nros-rmw-zenoh build.rs", Derivable: true},
 	{ID: SubscriberSizeThreshold, Type: Int, Unit: UnitBytes, Min: 16, Max: maxInt32, Default: 2048,
 		Env:     env("NROS_ZENOH_SUBSCRIBER_SIZE_THRESHOLD", "ZPICO_SUBSCRIBER_SIZE_THRESHOLD", ""),
 		Meaning: "declared message size above which a subscriber gets a large slot",
@@ -239,7 +244,7 @@ var registry = []Knob{
 	{ID: MaxLargeSubscribers, Type: Int, Unit: UnitCount, Min: 0, Max: 1024, Default: 2,
 		Env:     env("NROS_ZENOH_MAX_LARGE_SUBSCRIBERS", "ZPICO_MAX_LARGE_SUBSCRIBERS", "CONFIG_NROS_MAX_LARGE_SUBSCRIBERS"),
 		Meaning: "number of large-class subscriber slots",
-		Source:  "nros-rmw-zenoh build.rs"},
+		Source:  "nros-rmw-zenoh build.rs", Derivable: true},
 	{ID: MaxPublishers, Type: Int, Unit: UnitCount, Min: 1, Max: 1024, Default: 8,
 		Env:     env("NROS_ZENOH_MAX_PUBLISHERS", "ZPICO_MAX_PUBLISHERS", "CONFIG_NROS_MAX_PUBLISHERS"),
 		Meaning: "publisher table size",
@@ -284,12 +289,12 @@ var registry = []Knob{
 		Env:     env("NROS_SMOLTCP_SOCKET_TIMEOUT_MS", "ZPICO_SMOLTCP_SOCKET_TIMEOUT_MS", ""),
 		Meaning: "smoltcp socket I/O timeout",
 		Source:  "nros-smoltcp build.rs"},
-	{ID: XRCEStreamHistory, Type: Int, Unit: UnitSamples, Min: 4, Max: 65535, Default: 4,
-		Env:     env("NROS_XRCE_STREAM_HISTORY", "", ""),
+	{ID: XRCEStreamHistory, Type: Int, Unit: UnitSamples, Min: 4, Max: 65535, Default: 16,
+		Env:     env("NROS_XRCE_STREAM_HISTORY", "", "CONFIG_NROS_XRCE_STREAM_HISTORY"),
 		Meaning: "XRCE reliable stream history (XRCE backend only)",
-		Source:  "nros-rmw-xrce-cffi build.rs"},
+		Source:  "nros-rmw-xrce internal.h XRCE_STREAM_HISTORY; zephyr/Kconfig default 16"},
 	{ID: XRCECustomTransportMTU, Type: Int, Unit: UnitBytes, Min: 64, Max: 65535, Default: 512,
-		Env:     env("NROS_XRCE_CUSTOM_TRANSPORT_MTU", "", ""),
+		Env:     env("NROS_XRCE_CUSTOM_TRANSPORT_MTU", "", "CONFIG_NROS_XRCE_TRANSPORT_MTU"),
 		Meaning: "XRCE custom transport MTU (XRCE backend only)",
 		Source:  "nros-rmw-xrce-cffi build.rs"},
 }

@@ -249,12 +249,17 @@ func (r *Resolved) applyEnv(env *Env, ps *problems) {
 	}
 	byKnob := map[string][]cand{}
 	deprecated := map[string]bool{}
+	var derived []EnvVar
 	for _, v := range env.Vars {
 		k, name, ok := LookupEnv(v.Name)
 		if !ok {
 			if v.File != ProcessEnvFile && modelledPrefix(v.Name) {
 				r.warn(v.Name, "%s: not a knob picobridge models; ignored", v.where())
 			}
+			continue
+		}
+		if k.Derivable && strings.TrimSpace(v.Value) == "-1" {
+			derived = append(derived, v)
 			continue
 		}
 		val, msg := parseEnvValue(k, v.Value)
@@ -296,6 +301,17 @@ func (r *Resolved) applyEnv(env *Env, ps *problems) {
 					lose.v.Name, lose.v.Value, lose.v.where(), win.v.Name, win.v.Value, win.v.where())
 			}
 		}
+	}
+	r.warnDerived(derived)
+}
+
+// warnDerived reports -1 ("derive at build time") values of Derivable knobs.
+func (r *Resolved) warnDerived(derived []EnvVar) {
+	for _, v := range derived {
+		k, _, _ := LookupEnv(v.Name)
+		cur := r.Get(k.ID)
+		r.warn(k.ID, "%s=-1 (%s) derives the value at build time from the image's message types, which picobridge cannot see: it models %s (%s); set the value explicitly to model the device exactly",
+			v.Name, v.where(), cur, cur.Source)
 	}
 }
 

@@ -159,6 +159,10 @@ func TestResolveWarnings(t *testing.T) {
 		{"typo in a modelled tenant", Options{Platform: "child"}, "CONFIG_NROS_ZENOH_TX_BACTH=y\nCONFIG_NROS_LOG_LEVEL=3\n", nil, []string{
 			"CONFIG_NROS_ZENOH_TX_BACTH: prj.conf:1: not a knob picobridge models; ignored",
 		}},
+		{"-1 derives at build time: the rung below stays, with a warning", Options{Platform: "child"}, "CONFIG_NROS_SUBSCRIBER_BUFFER_SIZE=-1\nCONFIG_NROS_MAX_LARGE_SUBSCRIBERS=-1\n", nil, []string{
+			"zenoh.limits.subscriber_buffer_size: CONFIG_NROS_SUBSCRIBER_BUFFER_SIZE=-1 (prj.conf:1) derives the value at build time from the image's message types, which picobridge cannot see: it models 1024 (builtin); set the value explicitly to model the device exactly",
+			"zenoh.limits.max_large_subscribers: CONFIG_NROS_MAX_LARGE_SUBSCRIBERS=-1 (prj.conf:2) derives the value at build time from the image's message types, which picobridge cannot see: it models 2 (builtin); set the value explicitly to model the device exactly",
+		}},
 		{"fragmentation off makes frag_max_size moot", Options{Platform: "child"}, "NROS_ZENOH_FRAGMENTATION=0\n", nil, []string{
 			"zenoh.wire.frag_max_size: 4096 (set by platform base (fw/platforms/base.toml:8)) is not effective: zenoh.wire.fragmentation is false",
 		}},
@@ -223,6 +227,8 @@ func TestResolveErrors(t *testing.T) {
 			"prj.conf:1: ZPICO_BATCH_UNICAST_SIZE: must be ≤ 65535 (got 70000)", ErrBadValue},
 		{"env xrce history below 4", Options{Platform: "child"}, "NROS_XRCE_STREAM_HISTORY=2\n", nil,
 			"prj.conf:1: NROS_XRCE_STREAM_HISTORY: must be ≥ 4 (got 2)", ErrBadValue},
+		{"-1 on a knob that is not derived", Options{Platform: "child"}, "CONFIG_NROS_SUBSCRIBER_RING_DEPTH=-1\n", nil,
+			"prj.conf:1: CONFIG_NROS_SUBSCRIBER_RING_DEPTH: must be ≥ 1 (got -1)", ErrBadValue},
 		{"all env problems at once", Options{Platform: "child"}, "ZPICO_TX_BATCH=x\nZPICO_FRAG_MAX_SIZE=-1\n", nil,
 			"prj.conf:1: ZPICO_TX_BATCH: cannot parse \"x\" as a bool (want y/n, 1/0, true/false)\nprj.conf:2: ZPICO_FRAG_MAX_SIZE: must be ≥ 64 (got -1)", ErrBadValue},
 	} {
