@@ -248,13 +248,25 @@ func (r *Resolved) applyEnv(env *Env, ps *problems) {
 		value int64
 	}
 	byKnob := map[string][]cand{}
+	capCands := map[string][]cand{}
 	deprecated := map[string]bool{}
 	var derived []EnvVar
 	for _, v := range env.Vars {
+		if cap, kind, ok := capabilityEnv(v.Name); ok {
+			val, msg := parseEnvValue(Knob{Type: Bool, Max: 1}, v.Value)
+			if msg != "" {
+				ps.add(v.File, v.Line, 0, v.Name, ErrBadValue, "%s", msg)
+				continue
+			}
+			capCands[cap] = append(capCands[cap], cand{v, EnvName{v.Name, kind}, val})
+			continue
+		}
 		k, name, ok := LookupEnv(v.Name)
 		if !ok {
-			if v.File != ProcessEnvFile && modelledPrefix(v.Name) {
-				r.warn(v.Name, "%s: not a knob picobridge models; ignored", v.where())
+			if v.File != ProcessEnvFile {
+				if near := nearestEnvName(v.Name); near != "" {
+					r.warn(v.Name, "%s: not a knob picobridge models; did you mean %s?", v.where(), near)
+				}
 			}
 			continue
 		}
@@ -275,13 +287,7 @@ func (r *Resolved) applyEnv(env *Env, ps *problems) {
 		}
 		byKnob[k.ID] = append(byKnob[k.ID], cand{v, name, val})
 	}
-	ids := make([]string, 0, len(byKnob))
-	for id := range byKnob {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return byID[ids[i]] < byID[ids[j]] })
-	for _, id := range ids {
-		cs := byKnob[id]
+	rank := func(cs []cand) {
 		sort.SliceStable(cs, func(i, j int) bool {
 			a, b := envRank(cs[i].v, cs[i].name.Kind), envRank(cs[j].v, cs[j].name.Kind)
 			for n := range a {
@@ -291,6 +297,31 @@ func (r *Resolved) applyEnv(env *Env, ps *problems) {
 			}
 			return false
 		})
+	}
+	for i := range r.Capabilities {
+		cs := capCands[r.Capabilities[i].Name]
+		if len(cs) == 0 {
+			continue
+		}
+		rank(cs)
+		win := cs[0]
+		r.Capabilities[i].Value = win.value != 0
+		r.Capabilities[i].Source = Source{Rung: RungEnv, Var: win.v.Name, VarKind: win.name.Kind, File: win.v.File, Line: win.v.Line}
+		for _, lose := range cs[1:] {
+			if lose.value != win.value {
+				r.warn("capabilities."+r.Capabilities[i].Name, "%s=%s (%s) is not effective: %s=%s (%s) wins",
+					lose.v.Name, lose.v.Value, lose.v.where(), win.v.Name, win.v.Value, win.v.where())
+			}
+		}
+	}
+	ids := make([]string, 0, len(byKnob))
+	for id := range byKnob {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return byID[ids[i]] < byID[ids[j]] })
+	for _, id := range ids {
+		cs := byKnob[id]
+		rank(cs)
 		win := cs[0]
 		i := byID[id]
 		r.Values[i].Value = win.value
@@ -315,11 +346,63 @@ func (r *Resolved) warnDerived(derived []EnvVar) {
 	}
 }
 
-// modelledPrefix: variables of the zenoh tenant the registry covers in full,
-// so an unknown one is most likely a typo.
-func modelledPrefix(name string) bool {
-	return strings.HasPrefix(name, "ZPICO_") || strings.HasPrefix(name, "NROS_ZENOH_") ||
-		strings.HasPrefix(name, "CONFIG_NROS_ZENOH_")
+// capabilityEnv maps the build spellings of a capability: threads is
+// Z_FEATURE_MULTI_THREAD, which Zephyr sets with CONFIG_NROS_ZENOH_MULTI_THREAD.
+func capabilityEnv(name string) (string, EnvKind, bool) {
+	switch name {
+	case "NROS_ZENOH_MULTI_THREAD":
+		return CapThreads, EnvCanonical, true
+	case "CONFIG_NROS_ZENOH_MULTI_THREAD":
+		return CapThreads, EnvKconfig, true
+	}
+	return "", 0, false
+}
+
+// nearestEnvName returns the registry spelling within edit distance 2 of an
+// unknown variable name (a likely typo), or "".
+func nearestEnvName(name string) string {
+	if !strings.HasPrefix(name, "NROS_") && !strings.HasPrefix(name, "ZPICO_") && !strings.HasPrefix(name, "CONFIG_NROS_") {
+		return ""
+	}
+	best, bestD := "", 3
+	for _, k := range registry {
+		for _, e := range k.Env {
+			if d := editDistance(name, e.Name, bestD); d < bestD {
+				best, bestD = e.Name, d
+			}
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b, or limit when it is
+// at least limit.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d >= limit || -d >= limit {
+		return limit
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin >= limit {
+			return limit
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], limit)
 }
 
 func (r *Resolved) warn(key, format string, args ...any) {

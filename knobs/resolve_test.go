@@ -156,8 +156,12 @@ func TestResolveWarnings(t *testing.T) {
 		{"file overridden by process env", Options{Platform: "child"}, "NROS_ZENOH_TX_FLUSH_MS=10\n", []string{"NROS_ZENOH_TX_FLUSH_MS=20"}, []string{
 			"zenoh.tx.flush_ms: NROS_ZENOH_TX_FLUSH_MS=10 (prj.conf:1) is not effective: NROS_ZENOH_TX_FLUSH_MS=20 (environment) wins",
 		}},
-		{"typo in a modelled tenant", Options{Platform: "child"}, "CONFIG_NROS_ZENOH_TX_BACTH=y\nCONFIG_NROS_LOG_LEVEL=3\n", nil, []string{
-			"CONFIG_NROS_ZENOH_TX_BACTH: prj.conf:1: not a knob picobridge models; ignored",
+		{"typo of a knob variable", Options{Platform: "child"}, "CONFIG_NROS_ZENOH_TX_BACTH=y\nCONFIG_NROS_ZENOH_LINK_TCP=y\nZPICO_MAX_PENDING_GETS=4\n", nil, []string{
+			"CONFIG_NROS_ZENOH_TX_BACTH: prj.conf:1: not a knob picobridge models; did you mean CONFIG_NROS_ZENOH_TX_BATCH?",
+		}},
+		{"multi-thread off in Kconfig: no threads, split lock downgraded", Options{Platform: "child"}, "# CONFIG_NROS_ZENOH_MULTI_THREAD is not set\nCONFIG_NROS_ZENOH_TX_SPLIT_LOCK=y\n", nil, []string{
+			"zenoh.tx.split_lock: true from kconfig CONFIG_NROS_ZENOH_TX_SPLIT_LOCK (prj.conf:2) downgraded to false: platform child has no threads (capabilities.threads = false)",
+			"zenoh.tx.flush_ms: platform child has no flush thread: a batch leaves only when the application spins, not every 40 ms",
 		}},
 		{"-1 derives at build time: the rung below stays, with a warning", Options{Platform: "child"}, "CONFIG_NROS_SUBSCRIBER_BUFFER_SIZE=-1\nCONFIG_NROS_MAX_LARGE_SUBSCRIBERS=-1\n", nil, []string{
 			"zenoh.limits.subscriber_buffer_size: CONFIG_NROS_SUBSCRIBER_BUFFER_SIZE=-1 (prj.conf:1) derives the value at build time from the image's message types, which picobridge cannot see: it models 1024 (builtin); set the value explicitly to model the device exactly",
@@ -183,7 +187,14 @@ func TestResolveWarnings(t *testing.T) {
 			require.Equal(t, tc.want, got)
 		})
 	}
-	r, err := c.Resolve(Options{Board: "nt"})
+	env := envFile(t, "prj.conf", "CONFIG_NROS_ZENOH_MULTI_THREAD=n\nNROS_ZENOH_MULTI_THREAD=1\n")
+	r, err := c.Resolve(Options{Platform: "nothreads", Env: env})
+	require.NoError(t, err)
+	require.True(t, r.Cap(CapThreads))
+	require.Equal(t, "env NROS_ZENOH_MULTI_THREAD (prj.conf:2)", r.Capabilities[0].Source.String())
+	require.Equal(t, "capabilities.threads: CONFIG_NROS_ZENOH_MULTI_THREAD=n (prj.conf:1) is not effective: NROS_ZENOH_MULTI_THREAD=1 (prj.conf:2) wins", r.Warnings[0].String())
+
+	r, err = c.Resolve(Options{Board: "nt"})
 	require.NoError(t, err)
 	require.False(t, r.Bool(TxSplitLock))
 	require.Equal(t, "builtin [downgraded from board: no threads]", r.Get(TxSplitLock).Source.String())
@@ -229,6 +240,8 @@ func TestResolveErrors(t *testing.T) {
 			"prj.conf:1: NROS_XRCE_STREAM_HISTORY: must be ≥ 4 (got 2)", ErrBadValue},
 		{"-1 on a knob that is not derived", Options{Platform: "child"}, "CONFIG_NROS_SUBSCRIBER_RING_DEPTH=-1\n", nil,
 			"prj.conf:1: CONFIG_NROS_SUBSCRIBER_RING_DEPTH: must be ≥ 1 (got -1)", ErrBadValue},
+		{"unparseable capability", Options{Platform: "child"}, "CONFIG_NROS_ZENOH_MULTI_THREAD=perhaps\n", nil,
+			`prj.conf:1: CONFIG_NROS_ZENOH_MULTI_THREAD: cannot parse "perhaps" as a bool (want y/n, 1/0, true/false)`, ErrBadValue},
 		{"all env problems at once", Options{Platform: "child"}, "ZPICO_TX_BATCH=x\nZPICO_FRAG_MAX_SIZE=-1\n", nil,
 			"prj.conf:1: ZPICO_TX_BATCH: cannot parse \"x\" as a bool (want y/n, 1/0, true/false)\nprj.conf:2: ZPICO_FRAG_MAX_SIZE: must be ≥ 64 (got -1)", ErrBadValue},
 	} {
