@@ -290,3 +290,44 @@ fw/platforms/c.toml: inherits: no platform named "zz"
 fw/boards/a/x.toml: platform: board of platform c sits under boards/a/
 fw/boards/c/y.toml: platform: no platform named "nope"`)
 }
+
+// A whole Zephyr .config passes: unrelated and unmodelled symbols are
+// ignored without noise, the modelled ones land on the env rung.
+func TestResolveZephyrDotConfig(t *testing.T) {
+	c := testCatalog(t)
+	env := envFile(t, ".config", `#
+# Automatically generated file; DO NOT EDIT.
+# Zephyr Kernel Configuration
+#
+CONFIG_BOARD="native_sim"
+CONFIG_NET_SOCKETS=y
+CONFIG_NROS=y
+CONFIG_NROS_RMW_ZENOH=y
+CONFIG_NROS_ZENOH_MULTI_THREAD=y
+CONFIG_NROS_ZENOH_SOCKET_TIMEOUT_MS=5
+CONFIG_NROS_ZENOH_LEASE_MS=10000
+CONFIG_NROS_ZENOH_TX_BATCH=y
+CONFIG_NROS_ZENOH_TX_SPLIT_LOCK=y
+CONFIG_NROS_ZENOH_TX_BATCH_FLUSH_MS=20
+CONFIG_NROS_ZENOH_LINK_TCP=y
+# CONFIG_NROS_ZENOH_LINK_UDP_UNICAST is not set
+# CONFIG_NROS_ZENOH_SCOUTING is not set
+CONFIG_NROS_MAX_PUBLISHERS=8
+CONFIG_NROS_MAX_PENDING_GETS=4
+CONFIG_NROS_GET_REPLY_BUF_SIZE=4096
+CONFIG_NROS_FRAG_MAX_SIZE=2048
+CONFIG_NROS_BATCH_UNICAST_SIZE=1024
+CONFIG_NROS_SUBSCRIBER_BUFFER_SIZE=1024
+CONFIG_NROS_SUBSCRIBER_RING_DEPTH=8
+CONFIG_NROS_ZENOH_LOCATOR="tcp/127.0.0.1:7447"
+CONFIG_NROS_XRCE_STREAM_HISTORY=16
+`)
+	r, err := c.Resolve(Options{Platform: "child", Env: env})
+	require.NoError(t, err)
+	require.Empty(t, r.Warnings)
+	require.Equal(t, int64(5), r.Int(SocketTimeoutMs))
+	require.Equal(t, int64(20), r.Int(TxFlushMs))
+	require.Equal(t, int64(8), r.Int(SubscriberRingDepth))
+	require.True(t, r.Bool(TxSplitLock))
+	require.Equal(t, "kconfig CONFIG_NROS_ZENOH_MULTI_THREAD (.config:9)", r.Capabilities[0].Source.String())
+}
