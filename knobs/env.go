@@ -26,9 +26,10 @@ func (v EnvVar) where() string {
 	return v.File + ":" + strconv.Itoa(v.Line)
 }
 
-// Env is the input of the env rung. Later variables of the same name and file
-// replace earlier ones (shell and Kconfig semantics); across origins the
-// process environment wins over files, as cargo's [env] yields to it.
+// Env is the input of the env rung. A later variable of the same name
+// replaces an earlier one (shell and Kconfig semantics; a later file after an
+// earlier one), except that the process environment wins over files, as
+// cargo's [env] yields to it.
 type Env struct {
 	Vars []EnvVar
 }

@@ -232,13 +232,14 @@ func (c *Catalog) Resolve(opts Options) (*Resolved, error) {
 // envRank orders the spellings of one knob: canonical NROS_* first, then the
 // deprecated ZPICO_* alias, then Kconfig (the Zephyr road today is env >
 // Kconfig, anchors.md §2.3); within one spelling the process environment
-// before files, and a later line before an earlier one.
-func envRank(v EnvVar, kind EnvKind) [3]int {
+// before files, and a later variable (later line, later file) before an
+// earlier one. seq is the variable's index in Env.Vars.
+func envRank(v EnvVar, kind EnvKind, seq int) [3]int {
 	origin := 1
 	if v.File == ProcessEnvFile {
 		origin = 0
 	}
-	return [3]int{int(kind), origin, -v.Line}
+	return [3]int{int(kind), origin, -seq}
 }
 
 func (r *Resolved) applyEnv(env *Env, ps *problems) {
@@ -246,19 +247,20 @@ func (r *Resolved) applyEnv(env *Env, ps *problems) {
 		v     EnvVar
 		name  EnvName
 		value int64
+		seq   int
 	}
 	byKnob := map[string][]cand{}
 	capCands := map[string][]cand{}
 	deprecated := map[string]bool{}
 	var derived []EnvVar
-	for _, v := range env.Vars {
+	for seq, v := range env.Vars {
 		if cap, kind, ok := capabilityEnv(v.Name); ok {
 			val, msg := parseEnvValue(Knob{Type: Bool, Max: 1}, v.Value)
 			if msg != "" {
 				ps.add(v.File, v.Line, 0, v.Name, ErrBadValue, "%s", msg)
 				continue
 			}
-			capCands[cap] = append(capCands[cap], cand{v, EnvName{v.Name, kind}, val})
+			capCands[cap] = append(capCands[cap], cand{v, EnvName{v.Name, kind}, val, seq})
 			continue
 		}
 		k, name, ok := LookupEnv(v.Name)
@@ -276,20 +278,18 @@ func (r *Resolved) applyEnv(env *Env, ps *problems) {
 		}
 		val, msg := parseEnvValue(k, v.Value)
 		if msg != "" {
-			line := v.Line
-			file := v.File
-			ps.add(file, line, 0, v.Name, ErrBadValue, "%s", msg)
+			ps.add(v.File, v.Line, 0, v.Name, ErrBadValue, "%s", msg)
 			continue
 		}
 		if name.Kind == EnvDeprecated && !deprecated[v.Name] {
 			deprecated[v.Name] = true
 			r.warn(v.Name, "deprecated spelling of %s; use %s", k.ID, strings.Join(k.EnvNames(EnvCanonical), ", "))
 		}
-		byKnob[k.ID] = append(byKnob[k.ID], cand{v, name, val})
+		byKnob[k.ID] = append(byKnob[k.ID], cand{v, name, val, seq})
 	}
 	rank := func(cs []cand) {
 		sort.SliceStable(cs, func(i, j int) bool {
-			a, b := envRank(cs[i].v, cs[i].name.Kind), envRank(cs[j].v, cs[j].name.Kind)
+			a, b := envRank(cs[i].v, cs[i].name.Kind, cs[i].seq), envRank(cs[j].v, cs[j].name.Kind, cs[j].seq)
 			for n := range a {
 				if a[n] != b[n] {
 					return a[n] < b[n]

@@ -259,6 +259,15 @@ func TestResolveErrors(t *testing.T) {
 	}
 }
 
+func TestResolveLaterEnvFileWins(t *testing.T) {
+	env := envFile(t, "a.env", "\n\n\nNROS_ZENOH_TX_FLUSH_MS=10\n")
+	env.Add(envFile(t, "b.env", "NROS_ZENOH_TX_FLUSH_MS=30\n"))
+	r, err := testCatalog(t).Resolve(Options{Platform: "child", Env: env})
+	require.NoError(t, err)
+	require.Equal(t, "env NROS_ZENOH_TX_FLUSH_MS (b.env:1)", r.Get(TxFlushMs).Source.String())
+	require.Equal(t, int64(30), r.Int(TxFlushMs))
+}
+
 func TestResolveBoardFile(t *testing.T) {
 	c := testCatalog(t)
 	f := filepath.Join(t.TempDir(), "mine.toml")
