@@ -232,6 +232,11 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 			set(TxBatch, 0, "%.1f msg/s is ≤ 1 message per %d ms flush: nothing to coalesce, and the flush overhead measurably hurts", offered, f0)
 		} else {
 			keep(TxBatch, "%.1f msg/s is comfortably under ~1 send per %v window (%.1f sends/s): no tuning needed", offered, w0, sends0)
+			if cur.batch {
+				for _, tp := range pubs {
+					next.lanes[tp.Name] = LaneBatched
+				}
+			}
 		}
 	default:
 		next.batch = true
