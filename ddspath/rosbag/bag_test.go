@@ -399,3 +399,21 @@ func TestParseQoSProfiles(t *testing.T) {
 	_, err = ParseQoSProfiles("not: [a list\n")
 	require.Error(t, err)
 }
+
+// FuzzParseQoSProfiles feeds arbitrary text to the offered_qos_profiles parser: it must
+// return profiles or an error, never panic.
+func FuzzParseQoSProfiles(f *testing.F) {
+	f.Add("- history: 3\n  depth: 0\n  reliability: 1\n  durability: 2\n  deadline:\n    sec: 9223372036\n    nsec: 854775807\n")
+	f.Add("- history: keep_last\n  depth: 10\n  reliability: best_effort\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, text string) {
+		q, err := ParseQoSProfiles(text)
+		if err != nil {
+			return
+		}
+		for _, p := range q {
+			_ = p.String()
+			_ = p.Deadline.Std()
+		}
+	})
+}
