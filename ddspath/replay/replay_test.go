@@ -400,3 +400,18 @@ func BenchmarkReplaySynthetic(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+func TestWriterQoS(t *testing.T) {
+	require.Equal(t, WriterQoS{Reliable: true, Depth: 10}, TopicInfo{}.WriterQoS())
+	b := openBag(t, "hallway_room_loop")
+	src, err := NewBagSource(b, BagOptions{})
+	require.NoError(t, err)
+	for _, ti := range src.Topics() {
+		require.Equal(t, WriterQoS{Reliable: true, Depth: 10}, ti.WriterQoS(), ti.Name)
+	}
+	mixed := TopicInfo{QoS: []rosbag.QoSProfile{
+		{Reliability: rosbag.ReliabilityReliable, Durability: rosbag.DurabilityTransientLocal, History: rosbag.HistoryKeepLast, Depth: 5},
+		{Reliability: rosbag.ReliabilityBestEffort, Durability: rosbag.DurabilityTransientLocal, History: rosbag.HistoryKeepLast, Depth: 20},
+	}}
+	require.Equal(t, WriterQoS{Reliable: false, TransientLocal: true, Depth: 20}, mixed.WriterQoS())
+}

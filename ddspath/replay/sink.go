@@ -88,3 +88,37 @@ func (DiscardSink) Declare(TopicInfo) error { return nil }
 
 // Write does nothing.
 func (DiscardSink) Write(string, []byte, time.Time) error { return nil }
+
+// WriterQoS is the QoS a DDS sink should give a topic's writer, resolved from the profiles
+// offered at record time the way rosbag2's player adapts: reliable unless a publisher was
+// best effort, transient local only if every publisher was, depth the largest KEEP_LAST depth
+// seen or DefaultDepth when none is known (Humble bags record history UNKNOWN, depth 0).
+type WriterQoS struct {
+	Reliable       bool
+	TransientLocal bool
+	Depth          int
+}
+
+// DefaultDepth is the KEEP_LAST depth used when the recording does not tell one; it is the
+// ROS 2 default publisher depth (rclcpp's SystemDefaultsQoS / KeepLast(10)).
+const DefaultDepth = 10
+
+// WriterQoS resolves the QoS for a writer of t.
+func (t TopicInfo) WriterQoS() WriterQoS {
+	q := WriterQoS{Reliable: true, TransientLocal: len(t.QoS) > 0}
+	for _, p := range t.QoS {
+		if p.Reliability == rosbag.ReliabilityBestEffort {
+			q.Reliable = false
+		}
+		if p.Durability != rosbag.DurabilityTransientLocal {
+			q.TransientLocal = false
+		}
+		if p.History == rosbag.HistoryKeepLast && p.Depth > q.Depth {
+			q.Depth = p.Depth
+		}
+	}
+	if q.Depth == 0 {
+		q.Depth = DefaultDepth
+	}
+	return q
+}

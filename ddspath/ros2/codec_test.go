@@ -273,3 +273,15 @@ func BenchmarkSetHeaderStamp(b *testing.B) {
 		}
 	}
 }
+
+func TestDecodeMessage(t *testing.T) {
+	for _, m := range []Message{sampleScan(), sampleImu(), &Header{FrameID: "f"}, &Time{Sec: 3}} {
+		got, err := DecodeMessage(m.ROSType(), m.AppendCDR(nil, BigEndian))
+		require.NoError(t, err)
+		require.Equal(t, m, got)
+		_, err = DecodeMessage(m.ROSType(), []byte{0, 1})
+		require.ErrorIs(t, err, ErrTruncated)
+	}
+	_, err := DecodeMessage("std_msgs/msg/String", []byte{0, 1, 0, 0})
+	require.ErrorIs(t, err, ErrInvalidType)
+}

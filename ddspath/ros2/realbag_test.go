@@ -51,6 +51,16 @@ func TestRealBagRoundTrip(t *testing.T) {
 					t.Fatalf("unexpected type %s", m.Topic.Type)
 				}
 				require.True(t, bytes.Equal(m.Data, buf), "%s message %d re-encodes differently", m.Topic.Name, counts[m.Topic.Name])
+				// The same message in big-endian CDR decodes to the same value and has the
+				// same size (alignment is relative to the encapsulation header, not the order).
+				le, err := ros2.DecodeMessage(m.Topic.Type, m.Data)
+				require.NoError(t, err)
+				be := le.AppendCDR(nil, ros2.BigEndian)
+				require.Len(t, be, len(m.Data))
+				back, err := ros2.DecodeMessage(m.Topic.Type, be)
+				require.NoError(t, err)
+				require.Equal(t, le, back)
+				require.Equal(t, m.Data, back.AppendCDR(nil, ros2.LittleEndian))
 				// Stamp rewriting leaves everything else intact.
 				cp := append([]byte(nil), m.Data...)
 				require.NoError(t, ros2.SetHeaderStamp(cp, ros2.Time{Sec: 7, Nanosec: 8}))

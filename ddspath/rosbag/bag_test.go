@@ -391,6 +391,8 @@ func TestParseQoSProfiles(t *testing.T) {
 	require.Equal(t, time.Second+500, q[0].Deadline.Std())
 	require.Equal(t, "default", Duration{}.String())
 	require.Equal(t, "infinite", Duration{Sec: 9223372036, Nsec: 854775807}.String())
+	require.True(t, Duration{Sec: 2147483647, Nsec: 4294967295}.IsInfinite())
+	require.False(t, Duration{Sec: 2147483647}.IsInfinite())
 
 	_, err = ParseQoSProfiles("- reliability: 9\n")
 	require.Error(t, err)

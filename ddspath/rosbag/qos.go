@@ -129,9 +129,13 @@ type Duration struct {
 	Nsec int64 `yaml:"nsec"`
 }
 
-// IsInfinite reports whether d is RMW_DURATION_INFINITE (or longer).
+// IsInfinite reports whether d is RMW_DURATION_INFINITE (or longer), or the
+// {INT32_MAX, UINT32_MAX} form that some newer recorders write for an infinite duration.
 func (d Duration) IsInfinite() bool {
 	const infSec, infNsec = math.MaxInt64 / int64(time.Second), math.MaxInt64 % int64(time.Second)
+	if d.Sec == math.MaxInt32 && d.Nsec == math.MaxUint32 {
+		return true
+	}
 	return d.Sec > infSec || (d.Sec == infSec && d.Nsec >= infNsec)
 }
 
