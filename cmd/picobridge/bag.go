@@ -217,10 +217,14 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 			selected = append(selected, t.Name)
 		}
 	}
+	var names []string
+	for _, t := range b.Topics() {
+		names = append(names, t.Name)
+	}
 	inSel := map[string]bool{}
 	for _, n := range selected {
 		if _, ok := b.Topic(n); !ok {
-			return fmt.Errorf("%w: %q", rosbag.ErrUnknownTopic, n)
+			return fmt.Errorf("%w: %q (the bag has %s)", rosbag.ErrUnknownTopic, n, strings.Join(names, ", "))
 		}
 		inSel[n] = true
 	}
