@@ -25,8 +25,8 @@ func (e Endianness) String() string {
 	return fmt.Sprintf("Endianness(%d)", uint8(e))
 }
 
-// Encapsulation representation identifiers (XTypes 1.3 §7.6.3.1.2, big-endian u16 in the
-// first two bytes of a serialized payload).
+// Encapsulation representation identifiers: a big-endian u16 in the first two bytes of a
+// serialized payload (DDS-RTPS 2.5 ch. 10, DDS-XTypes 1.3).
 const (
 	EncapsulationCDRBE uint16 = 0x0000
 	EncapsulationCDRLE uint16 = 0x0001
@@ -37,7 +37,7 @@ const (
 const EncapsulationSize = 4
 
 // maxTrailing is how many bytes may follow the last field: a writer may pad the payload to a
-// multiple of 4 (RTPS 9.4.2.13, options field padding bits).
+// multiple of 4 and announce the padding in the low bits of the options (DDS-XTypes 1.3).
 const maxTrailing = 3
 
 // ParseEncapsulation reads the 4-byte encapsulation header of a serialized message and

@@ -6,7 +6,7 @@
 //
 // Sources: /work/shared/design/dds-cyclone.md §1 (naming), zenoh-wire.md §16 (rmw_zenoh key
 // expressions), the ROS 2 design article "Topic and Service name mapping to DDS", the OMG
-// XTypes 1.3 spec §7.4.3 (XCDR1, "classic CDR") and the sensor_msgs IDL.
+// DDS-XTypes 1.3 data representation chapter (XCDR1, "classic CDR") and the sensor_msgs IDL.
 //
 // The package does no I/O and must not import "C".
 //
