@@ -419,3 +419,31 @@ func FuzzParseQoSProfiles(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkReadRealBag(b *testing.B) {
+	dir, ok := rosbagtest.FindMumbleDir()
+	if !ok {
+		b.Skip("real bags not found (set PICOBRIDGE_SHARED)")
+	}
+	bag, err := Open(filepath.Join(dir, "hallway_room_loop"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bag.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := bag.Messages(context.Background(), ReadOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var n int64
+		for c.Next() {
+			n += int64(len(c.Message().Data))
+		}
+		if err := c.Err(); err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+		b.SetBytes(n)
+	}
+}
