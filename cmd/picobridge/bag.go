@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -199,6 +200,9 @@ func parseFixedRates(specs []string) (map[string]float64, error) {
 }
 
 func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayOptions) error {
+	if !(opts.Speed > 0) || math.IsInf(opts.Speed, 0) {
+		return fmt.Errorf("--rate %v must be a positive number", opts.Speed)
+	}
 	if opts.Realtime && !opts.DryRun {
 		return errors.New("--realtime only applies to --dry-run")
 	}
@@ -241,8 +245,6 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 			return err
 		}
 		sources = append(sources, src)
-	} else if opts.Speed <= 0 {
-		return fmt.Errorf("--rate %v must be positive", opts.Speed)
 	}
 	fixedTopics := make([]string, 0, len(opts.FixedRates))
 	for n := range opts.FixedRates {
