@@ -4,9 +4,9 @@
 // A key expression is a '/'-separated list of non-empty UTF-8 chunks denoting a set of keys.
 // Wildcards:
 //
-//	*    exactly one chunk (alone in its chunk)
-//	**   zero or more chunks (alone in its chunk)
-//	$*   any, possibly empty, substring inside a chunk: "robot$*", "a$*b"
+//	"*"   exactly one chunk (alone in its chunk)
+//	"**"  zero or more chunks (alone in its chunk)
+//	"$*"  any, possibly empty, substring inside a chunk: "robot$*", "a$*b"
 //
 // A chunk starting with '@' is verbatim ("@ros2_lv", "@adv", admin space "@/..."): it is
 // matched only by an identical chunk, never by *, ** or $*.
