@@ -55,10 +55,19 @@ func Intersects(a, b string) bool {
 	if !wa && !wb {
 		return false // two different concrete keys
 	}
-	if (!wa || !strings.Contains(a, "**")) && (!wb || !strings.Contains(b, "**")) {
+	da, db := wa && strings.Contains(a, "**"), wb && strings.Contains(b, "**")
+	if !da && !db {
 		return intersectsFixed(a, b)
 	}
 	var buf chunkBuf
+	switch {
+	case !wa: // concrete a against pattern b: the common routing case
+		l := buf.split(b)
+		return matchConcrete(&l, 0, a)
+	case !wb:
+		l := buf.split(a)
+		return matchConcrete(&l, 0, b)
+	}
 	return intersectsDP(a, buf.split(b))
 }
 
@@ -91,6 +100,10 @@ func Includes(a, b string) bool {
 		return includesFixed(a, b)
 	}
 	var buf chunkBuf
+	if strings.IndexByte(b, '*') < 0 {
+		l := buf.split(a)
+		return matchConcrete(&l, 0, b)
+	}
 	return includesDP(a, buf.split(b))
 }
 
