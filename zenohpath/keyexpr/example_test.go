@@ -8,7 +8,7 @@ import (
 )
 
 func ExampleCanonize() {
-	c, _ := keyexpr.Canonize("robot/**/*/$*$*/imu$*$*")
+	c, _ := keyexpr.Canonize("robot/**/**/*/$*/imu$*")
 	fmt.Println(c)
 	// Output: robot/*/*/**/imu$*
 }

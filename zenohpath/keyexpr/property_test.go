@@ -258,7 +258,11 @@ func genInstance(r *rand.Rand, e string) []string {
 func TestPropertiesRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	keys := allKeys([]string{"a", "b", "ab", "ba", "c", "@a"}, 4)
-	for range 3000 {
+	n := 3000
+	if raceEnabled {
+		n = 100
+	}
+	for range n {
 		raw := genExpr(r, 5)
 		require.NoError(t, Validate(raw), raw)
 		a, err := Canonize(raw)
