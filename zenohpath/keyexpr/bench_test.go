@@ -55,9 +55,9 @@ func BenchmarkKeyExprIncludes(b *testing.B) {
 	}
 }
 
-// BenchmarkRouteMatch matches a concrete key against a compiled subscription, the router's
+// BenchmarkKeyExprMatcher matches a concrete key against a compiled subscription, the router's
 // per-PUSH operation.
-func BenchmarkRouteMatch(b *testing.B) {
+func BenchmarkKeyExprMatcher(b *testing.B) {
 	for _, p := range benchPairs {
 		m := NewMatcher(MustNew(p.b))
 		b.Run(p.name, func(b *testing.B) {
