@@ -45,8 +45,10 @@ func kindOf(c string) kind {
 //     intersect when the pattern matches the literal.
 //
 // a and b should be valid, canonical key expressions (see [ValidateCanonical]); on other input
-// the answer is unspecified, but Intersects never panics. It runs in O(len(a)·chunks(b)) time
-// and does not allocate when b has at most [MaxStackChunks] chunks.
+// the answer is unspecified, but Intersects never panics. Its cost is proportional to
+// len(a)·chunks(b) + chunks(a)·len(b) at worst (never exponential), linear when one side is a
+// concrete key or neither has "**", and it does not allocate when the wildcard side (or b)
+// has at most [MaxStackChunks] chunks.
 func Intersects(a, b string) bool {
 	if a == b {
 		return true
@@ -82,8 +84,10 @@ func Intersects(a, b string) bool {
 //   - a "$*" chunk of a includes a chunk of b when a's pattern matches b's chunk read literally
 //     (so "a$*" includes "ab$*", not "$*b").
 //
-// Like Zenoh, Includes("*/**", "**") is false: "**" is treated as also matching the empty
-// key. a and b should be valid, canonical key expressions; on other input the answer is
+// Because a "**" of b is included only by a "**" of a, Includes answers false for a few pairs
+// whose sets are in fact included, exactly as Zenoh does: Includes("*/**", "**") and
+// Includes("*/**", "**/a"). It is exact when b has no "**", and never answers true wrongly.
+// a and b should be valid, canonical key expressions; on other input the answer is
 // unspecified, but Includes never panics. Same cost and allocation behaviour as [Intersects].
 func Includes(a, b string) bool {
 	if a == b {
