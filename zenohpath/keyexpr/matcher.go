@@ -9,8 +9,9 @@ import (
 // with each subscription or queryable against the key of every PUSH or REQUEST
 // (zenoh-wire.md §12.3). The expression is split into chunks once, its leading literal
 // chunks are checked with a single prefix comparison, and the key is then scanned once while
-// tracking every position the expression can be at (at most 64 chunks as one machine word).
-// Matching does not allocate. A Matcher is immutable and safe for concurrent use.
+// tracking every position the expression can be at, as one machine word (expressions of 64
+// chunks or more fall back to [Intersects]). Matching does not allocate. A Matcher is
+// immutable and safe for concurrent use.
 type Matcher struct {
 	ke     KeyExpr
 	list   chunkList
