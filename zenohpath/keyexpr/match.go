@@ -36,7 +36,8 @@ func kindOf(c string) kind {
 // Intersects reports whether some key matches both a and b (zenoh-wire.md §11.2): "a/*"
 // intersects "*/b"; "@x/**" and "**" do not. Answers equal those of Rust's
 // keyexpr::intersects (zenoh-keyexpr intersect/classical.rs) and zenoh-pico's
-// _z_keyexpr_intersects on canonical inputs:
+// z_keyexpr_intersects on canonical inputs, with one exception where we follow Rust: pico
+// reads "$*" inside a verbatim chunk as a wildcard ("@a$*" intersects "@ab" in pico only).
 //
 //   - "**" matches zero or more chunks, "*" exactly one, but neither matches a verbatim '@'
 //     chunk; verbatim chunks intersect only identical chunks.
@@ -76,7 +77,7 @@ func Intersects(a, b string) bool {
 // Includes reports whether a includes b: every key matched by b is matched by a
 // (zenoh-wire.md §11.3). "a/**" includes "a/b/*"; "a/*" does not include "a/**". Answers equal
 // those of Rust's keyexpr::includes (zenoh-keyexpr include.rs, LTRIncluder) and zenoh-pico's
-// _z_keyexpr_includes on canonical inputs:
+// z_keyexpr_includes on canonical inputs (same exception as [Intersects]):
 //
 //   - a "**" of a absorbs any sequence of b's chunks ("*", "**" and "$*" chunks included) except
 //     verbatim ones; a "**" of b is included only by a "**" of a.
