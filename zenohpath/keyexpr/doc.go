@@ -18,7 +18,8 @@
 //
 // The functions mirror the Rust crate zenoh-keyexpr (key_expr/borrowed.rs, canon.rs,
 // intersect/classical.rs, include.rs) and zenoh-pico (src/session/keyexpr.c): same accepted
-// language, same canonical strings, same answers on canonical inputs. The matching algorithms
+// language, same canonical strings, same answers on canonical inputs, except for the few
+// bugs and disagreements of the references noted on [Canonize] and [Intersects]. The matching algorithms
 // are our own: a dynamic program over chunk indices (linear in each chunk pair, never
 // exponential) that allocates nothing for expressions of up to [MaxStackChunks] chunks.
 // A [Matcher] compiles one expression for matching the keys of many messages, as a router's
