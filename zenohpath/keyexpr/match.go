@@ -62,15 +62,13 @@ func Intersects(a, b string) bool {
 	if !da && !db {
 		return intersectsFixed(a, b)
 	}
-	var buf chunkBuf
 	switch {
 	case !wa: // concrete a against pattern b: the common routing case
-		l := buf.split(b)
-		return matchConcrete(&l, 0, a)
+		return matchConcreteString(b, a)
 	case !wb:
-		l := buf.split(a)
-		return matchConcrete(&l, 0, b)
+		return matchConcreteString(a, b)
 	}
+	var buf chunkBuf
 	return intersectsDP(a, buf.split(b))
 }
 
@@ -104,11 +102,10 @@ func Includes(a, b string) bool {
 		}
 		return includesFixed(a, b)
 	}
-	var buf chunkBuf
 	if strings.IndexByte(b, '*') < 0 {
-		l := buf.split(a)
-		return matchConcrete(&l, 0, b)
+		return matchConcreteString(a, b)
 	}
+	var buf chunkBuf
 	return includesDP(a, buf.split(b))
 }
 

@@ -17,6 +17,7 @@ type Matcher struct {
 	list   chunkList
 	prefix string // leading literal or verbatim chunks, joined with '/'
 	skip   int    // number of chunks in prefix
+	tail   bool   // the expression is prefix + "/**" (or just "**")
 }
 
 // Compile returns a Matcher for the canonical key expression s; the error is that of [New].
@@ -44,6 +45,7 @@ func NewMatcher(k KeyExpr) *Matcher {
 	if m.skip > 0 {
 		m.prefix = k.s[:m.list.ends[m.skip-1]]
 	}
+	m.tail = m.skip == len(m.list.kind)-1 && m.list.kind[m.skip] == kDouble
 	return m
 }
 
@@ -92,6 +94,12 @@ func (m *Matcher) matchConcrete(key string) bool {
 	if m.skip == len(m.list.kind) {
 		return key == m.ke.s // no wildcard at all
 	}
+	if m.tail {
+		if m.skip == 0 {
+			return matchAnyTail(key)
+		}
+		return matchPrefixTail(m.prefix, key)
+	}
 	if len(m.list.kind) >= 64 {
 		return matchConcrete(&m.list, 0, key)
 	}
@@ -111,6 +119,38 @@ func (m *Matcher) matchConcrete(key string) bool {
 		}
 	}
 	return matchConcrete(&m.list, m.skip, key)
+}
+
+// matchConcreteString reports whether the concrete key matches pattern.
+func matchConcreteString(pattern, key string) bool {
+	if pattern == "**" {
+		return matchAnyTail(key)
+	}
+	if p, ok := strings.CutSuffix(pattern, "/**"); ok && strings.IndexByte(p, '*') < 0 {
+		return matchPrefixTail(p, key)
+	}
+	var buf chunkBuf
+	l := buf.split(pattern)
+	return matchConcrete(&l, 0, key)
+}
+
+// matchPrefixTail reports whether key matches prefix + "/**" where prefix has no wildcard:
+// the most common subscription shape ("0/scan/**", "@ros2_lv/0/**").
+func matchPrefixTail(prefix, key string) bool {
+	rest, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return false
+	}
+	if rest == "" {
+		return true // "**" matches zero chunks
+	}
+	return rest[0] == '/' && matchAnyTail(rest[1:])
+}
+
+// matchAnyTail reports whether "**" matches the non-empty concrete key rest: no chunk of it is
+// verbatim.
+func matchAnyTail(rest string) bool {
+	return rest != "" && rest[0] != '@' && !strings.Contains(rest, "/@")
 }
 
 // matchConcrete reports whether the concrete key rest, possibly empty, matches chunks

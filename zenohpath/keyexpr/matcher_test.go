@@ -109,3 +109,42 @@ func TestLongExpressions(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixTail covers the fast path for "prefix/**" and "**" subscriptions.
+func TestPrefixTail(t *testing.T) {
+	cases := []struct {
+		pattern, key string
+		want         bool
+	}{
+		{"0/scan/**", "0/scan", true},
+		{"0/scan/**", "0/scan/x", true},
+		{"0/scan/**", "0/scan/x/y/z", true},
+		{"0/scan/**", "0/scanx", false},
+		{"0/scan/**", "0/sca", false},
+		{"0/scan/**", "0", false},
+		{"0/scan/**", "1/scan/x", false},
+		{"0/scan/**", "0/scan/@v", false},
+		{"0/scan/**", "0/scan/x/@v/y", false},
+		{"0/scan/**", "0/scan/x@v", true},
+		{"@ros2_lv/0/**", "@ros2_lv/0/zid/nid", true},
+		{"@ros2_lv/0/**", "@ros2_lv/1/zid", false},
+		{"**", "a", true},
+		{"**", "a/b/c", true},
+		{"**", "@a", false},
+		{"**", "a/@b", false},
+		{"**", "a@b/c", true},
+		{"@a/**", "@a", true},
+		{"@a/**", "@a/@a", false},
+	}
+	for _, tc := range cases {
+		require.Equal(t, tc.want, Intersects(tc.pattern, tc.key), "Intersects(%q, %q)", tc.pattern, tc.key)
+		require.Equal(t, tc.want, Intersects(tc.key, tc.pattern), "Intersects(%q, %q)", tc.key, tc.pattern)
+		require.Equal(t, tc.want, Includes(tc.pattern, tc.key), "Includes(%q, %q)", tc.pattern, tc.key)
+		require.Equal(t, tc.want, NewMatcher(MustNew(tc.pattern)).Matches(tc.key), "Matches(%q, %q)", tc.pattern, tc.key)
+		// The general path agrees.
+		var buf chunkBuf
+		l := buf.split(tc.pattern)
+		require.Equal(t, tc.want, matchConcrete(&l, 0, tc.key), "matchConcrete(%q, %q)", tc.pattern, tc.key)
+		require.Equal(t, tc.want, intersectsDP(tc.key, buf.split(tc.pattern)), "intersectsDP(%q, %q)", tc.key, tc.pattern)
+	}
+}
