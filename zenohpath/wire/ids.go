@@ -136,14 +136,14 @@ type CloseReason uint8
 
 // Close reasons (zenoh-wire.md §4.4).
 const (
-	CloseGeneric           CloseReason = 0
-	CloseUnsupported       CloseReason = 1
-	CloseInvalid           CloseReason = 2
-	CloseMaxSessions       CloseReason = 3 // pico: MAX_TRANSPORTS
-	CloseMaxLinks          CloseReason = 4
-	CloseExpired           CloseReason = 5 // lease expired (pico sends 23 05)
-	CloseUnresponsive      CloseReason = 6 // Rust only
-	CloseConnectionToSelf  CloseReason = 7 // Rust only
+	CloseGeneric          CloseReason = 0
+	CloseUnsupported      CloseReason = 1
+	CloseInvalid          CloseReason = 2
+	CloseMaxSessions      CloseReason = 3 // pico: MAX_TRANSPORTS
+	CloseMaxLinks         CloseReason = 4
+	CloseExpired          CloseReason = 5 // lease expired (pico sends 23 05)
+	CloseUnresponsive     CloseReason = 6 // Rust only
+	CloseConnectionToSelf CloseReason = 7 // Rust only
 )
 
 func (c CloseReason) String() string {

@@ -127,3 +127,61 @@ func ParseTransportOAM(b []byte, h byte) (TransportOAM, int, error) {
 	err := m.decode(&r, h)
 	return m, r.i, err
 }
+
+// NetworkOAM is an operations-and-management message at network level
+// (zenoh-wire.md §9.8), used router↔router (LINKSTATE); a router may ignore
+// it from clients:
+//
+//	 7 6 5 4 3 2 1 0
+//	+-+---+---------+
+//	|Z|ENC|   OAM   |  ID 0x1f
+//	+-+---+---------+
+//	%    id:z16     %
+//	~    [exts]     ~  0x21 QoS, 0x42 Timestamp
+//	~     body      ~  per ENC
+type NetworkOAM struct {
+	ID uint16
+	NetExt
+	Exts []Ext
+	Body OAMBody
+}
+
+// NetworkID implements NetworkMessage.
+func (*NetworkOAM) NetworkID() NetworkID { return IDNetworkOAM }
+
+// Len implements NetworkMessage.
+func (m NetworkOAM) Len() int {
+	return 1 + VLELen(uint64(m.ID)) + m.NetExt.extLen() + extsLen(m.Exts) + m.Body.len()
+}
+
+// Append implements NetworkMessage.
+func (m NetworkOAM) Append(b []byte) []byte {
+	p := len(b)
+	b = append(b, byte(IDNetworkOAM)|m.Body.Enc&ExtEncMask)
+	b = AppendVLE(b, uint64(m.ID))
+	w := newExtWriter(b)
+	m.NetExt.write(&w)
+	w.raw(m.Exts)
+	b = finishHeader(&w, p)
+	return m.Body.append(b)
+}
+
+func (m *NetworkOAM) decode(r *reader, h byte) error {
+	x := NetworkOAM{}
+	var err error
+	if x.ID, err = r.z16("id"); err == nil {
+		if x.Exts, err = x.NetExt.exts(r, m.Exts[:0], h&FlagZ != 0); err == nil {
+			x.Body, err = r.oamBody(h & ExtEncMask)
+		}
+	}
+	*m = x
+	return err
+}
+
+// ParseNetworkOAM decodes a network OAM; b starts after the header byte h.
+func ParseNetworkOAM(b []byte, h byte) (NetworkOAM, int, error) {
+	var m NetworkOAM
+	r := reader{b: b, msg: "OAM"}
+	err := m.decode(&r, h)
+	return m, r.i, err
+}

@@ -23,7 +23,31 @@ type Parser struct {
 	join     Join
 	toam     TransportOAM
 
-	// NETWORK_SCRATCH
+	push     Push
+	request  Request
+	response Response
+	final    ResponseFinal
+	declare  Declare
+	interest Interest
+	noam     NetworkOAM
+
+	put      Put
+	del      Del
+	query    Query
+	reply    Reply
+	errBody  Err
+	replyPut Put
+	replyDel Del
+
+	dKeyExpr  DeclareKeyExpr
+	uKeyExpr  UndeclareKeyExpr
+	dSub      DeclareSubscriber
+	uSub      UndeclareSubscriber
+	dQbl      DeclareQueryable
+	uQbl      UndeclareQueryable
+	dTok      DeclareToken
+	uTok      UndeclareToken
+	declFinal DeclareFinal
 }
 
 // Transport decodes one transport message starting at b[0] (its header
@@ -96,4 +120,284 @@ func (p *Parser) Transport(b []byte) (TransportMessage, int, error) {
 func ParseTransport(b []byte) (TransportMessage, int, error) {
 	var p Parser
 	return p.Transport(b)
+}
+
+func (p *Parser) interner() *interner {
+	if p == nil {
+		return nil
+	}
+	return &p.keys
+}
+
+// The new* helpers return scratch values of a Parser, or fresh ones when p
+// is nil (the ParseX functions).
+func (p *Parser) newPut(inReply bool) *Put {
+	switch {
+	case p == nil:
+		return new(Put)
+	case inReply:
+		return &p.replyPut
+	}
+	return &p.put
+}
+
+func (p *Parser) newDel(inReply bool) *Del {
+	switch {
+	case p == nil:
+		return new(Del)
+	case inReply:
+		return &p.replyDel
+	}
+	return &p.del
+}
+
+func (p *Parser) newQuery() *Query {
+	if p == nil {
+		return new(Query)
+	}
+	return &p.query
+}
+
+func (p *Parser) newReply() *Reply {
+	if p == nil {
+		return new(Reply)
+	}
+	return &p.reply
+}
+
+func (p *Parser) newErr() *Err {
+	if p == nil {
+		return new(Err)
+	}
+	return &p.errBody
+}
+
+func (p *Parser) newDeclKeyExpr() *DeclareKeyExpr {
+	if p == nil {
+		return new(DeclareKeyExpr)
+	}
+	return &p.dKeyExpr
+}
+
+func (p *Parser) newUndeclKeyExpr() *UndeclareKeyExpr {
+	if p == nil {
+		return new(UndeclareKeyExpr)
+	}
+	return &p.uKeyExpr
+}
+
+func (p *Parser) newDeclSub() *DeclareSubscriber {
+	if p == nil {
+		return new(DeclareSubscriber)
+	}
+	return &p.dSub
+}
+
+func (p *Parser) newUndeclSub() *UndeclareSubscriber {
+	if p == nil {
+		return new(UndeclareSubscriber)
+	}
+	return &p.uSub
+}
+
+func (p *Parser) newDeclQbl() *DeclareQueryable {
+	if p == nil {
+		return new(DeclareQueryable)
+	}
+	return &p.dQbl
+}
+
+func (p *Parser) newUndeclQbl() *UndeclareQueryable {
+	if p == nil {
+		return new(UndeclareQueryable)
+	}
+	return &p.uQbl
+}
+
+func (p *Parser) newDeclTok() *DeclareToken {
+	if p == nil {
+		return new(DeclareToken)
+	}
+	return &p.dTok
+}
+
+func (p *Parser) newUndeclTok() *UndeclareToken {
+	if p == nil {
+		return new(UndeclareToken)
+	}
+	return &p.uTok
+}
+
+func (p *Parser) newDeclFinal() *DeclareFinal {
+	if p == nil {
+		return new(DeclareFinal)
+	}
+	return &p.declFinal
+}
+
+// IsNetworkHeader reports whether a header byte carries a network message
+// ID (0x19-0x1f). Transport IDs (0x00-0x07) never collide with them
+// (zenoh-wire.md §3.2).
+func IsNetworkHeader(h byte) bool { return h&MaskID >= byte(IDInterest) }
+
+// Network decodes one network message starting at b[0] (its header byte)
+// and returns it with the number of bytes consumed. A header with a
+// transport ID gives ErrNotNetwork. Error offsets count from b[0].
+func (p *Parser) Network(b []byte) (NetworkMessage, int, error) {
+	if len(b) == 0 {
+		return nil, 0, newErr("network", "header", 0, ErrTruncated)
+	}
+	h := b[0]
+	r := reader{b: b, i: 1}
+	var m NetworkMessage
+	var err error
+	switch NetworkID(h & MaskID) {
+	case IDPush:
+		r.msg = "PUSH"
+		err = p.push.decode(&r, h, p)
+		m = &p.push
+	case IDRequest:
+		r.msg = "REQUEST"
+		err = p.request.decode(&r, h, p)
+		m = &p.request
+	case IDResponse:
+		r.msg = "RESPONSE"
+		err = p.response.decode(&r, h, p)
+		m = &p.response
+	case IDResponseFinal:
+		r.msg = "RESPONSE_FINAL"
+		err = p.final.decode(&r, h)
+		m = &p.final
+	case IDDeclare:
+		r.msg = "DECLARE"
+		err = p.declare.decode(&r, h, p)
+		m = &p.declare
+	case IDInterest:
+		r.msg = "INTEREST"
+		err = p.interest.decode(&r, h, &p.keys)
+		m = &p.interest
+	case IDNetworkOAM:
+		r.msg = "OAM"
+		err = p.noam.decode(&r, h)
+		m = &p.noam
+	default:
+		if h&MaskID <= byte(IDJoin) {
+			return nil, 0, newErr("network", "header", 0, ErrNotNetwork)
+		}
+		return nil, 0, newErr("network", "header", 0, ErrUnknownMessage)
+	}
+	if err != nil {
+		return nil, r.i, err
+	}
+	return m, r.i, nil
+}
+
+// ParseNetwork decodes one network message starting at its header byte
+// b[0] into freshly allocated values (see Parser for the reusing form).
+func ParseNetwork(b []byte) (NetworkMessage, int, error) {
+	return new(Parser).Network(b)
+}
+
+// ParseZenohMessage decodes one zenoh message (PUT, DEL, QUERY, REPLY,
+// ERR) starting at its header byte b[0], into freshly allocated values.
+func ParseZenohMessage(b []byte) (ZenohMessage, int, error) {
+	if len(b) == 0 {
+		return nil, 0, newErr("zenoh", "header", 0, ErrTruncated)
+	}
+	h := b[0]
+	r := reader{b: b, i: 1}
+	var m ZenohMessage
+	var err error
+	switch ZenohID(h & MaskID) {
+	case IDPut:
+		r.msg = "PUT"
+		x := new(Put)
+		err, m = x.decode(&r, h), x
+	case IDDel:
+		r.msg = "DEL"
+		x := new(Del)
+		err, m = x.decode(&r, h), x
+	case IDQuery:
+		r.msg = "QUERY"
+		x := new(Query)
+		err, m = x.decode(&r, h), x
+	case IDReply:
+		r.msg = "REPLY"
+		x := new(Reply)
+		err, m = x.decode(&r, h, nil), x
+	case IDErr:
+		r.msg = "ERR"
+		x := new(Err)
+		err, m = x.decode(&r, h), x
+	default:
+		return nil, 0, newErr("zenoh", "header", 0, ErrUnknownMessage)
+	}
+	if err != nil {
+		return nil, r.i, err
+	}
+	return m, r.i, nil
+}
+
+// SkipFrame may be returned by a WalkBatch callback given a *Frame and a
+// nil network message: the frame's network messages are then decoded only
+// to find where the frame ends, and not passed to the callback.
+var SkipFrame = errSkipFrame{}
+
+type errSkipFrame struct{}
+
+func (errSkipFrame) Error() string { return "skip frame" }
+
+// WalkBatch decodes a whole batch (content without the stream length
+// prefix). It calls fn(t, nil) for every transport message t and, for each
+// FRAME, fn(frame, n) for each of its network messages n in order. The
+// values passed are the Parser's and valid only during the call.
+//
+// A FRAME's network messages run to the end of the batch (zenoh-pico); if
+// a header byte with a transport ID appears where a network message should
+// start, the frame ends there and decoding continues at batch level (Rust
+// multi-frame batches, zenoh-wire.md §3.2). The Frame passed to fn(t, nil)
+// has Payload up to the end of the batch; the one passed with network
+// messages has the same.
+//
+// FRAGMENT payloads are passed as they are: reassemble them (Reassembler)
+// and decode the result with Network. A callback error stops the walk and
+// is returned unchanged (except SkipFrame); decode errors are *Error with
+// offsets counted from the start of the batch.
+func (p *Parser) WalkBatch(batch []byte, fn func(t TransportMessage, n NetworkMessage) error) error {
+	off := 0
+	for off < len(batch) {
+		t, n, err := p.Transport(batch[off:])
+		if err != nil {
+			return shiftErr(err, off)
+		}
+		skip := false
+		if err := fn(t, nil); err != nil {
+			if err != SkipFrame {
+				return err
+			}
+			skip = true
+		}
+		f, ok := t.(*Frame)
+		if !ok {
+			off += n
+			continue
+		}
+		off += n - len(f.Payload)
+		for off < len(batch) && IsNetworkHeader(batch[off]) {
+			m, k, err := p.Network(batch[off:])
+			if err != nil {
+				return shiftErr(err, off)
+			}
+			if !skip {
+				if err := fn(f, m); err != nil {
+					if err != SkipFrame {
+						return err
+					}
+					skip = true
+				}
+			}
+			off += k
+		}
+	}
+	return nil
 }

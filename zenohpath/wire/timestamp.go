@@ -172,7 +172,6 @@ func (s SourceInfo) Append(b []byte) []byte {
 	return AppendVLE(b, uint64(s.SN))
 }
 
-
 func (r *reader) entityGlobalIDExt(e Ext, start int, field string) (EntityGlobalID, error) {
 	s := reader{b: e.Body, msg: r.msg}
 	var g EntityGlobalID
