@@ -15,7 +15,7 @@ func framePush(sn uint64, we WireExpr, payload []byte) []byte {
 
 func TestParserAllocs(t *testing.T) {
 	for _, we := range []WireExpr{
-		{Scope: 1, Mapping: MappingSender},  // pico: numeric scope
+		{Scope: 1, Mapping: MappingSender},   // pico: numeric scope
 		{Suffix: "demo/example/fake-router"}, // full key: interned after the first decode
 		{Scope: 7, Suffix: "/example/x", Mapping: MappingSender},
 	} {

@@ -90,6 +90,9 @@ func (d *Describer) Batch(dir Direction, batch []byte) ([]string, error) {
 		}
 		return nil
 	})
+	if err != nil && frame != nil {
+		msgs = append(msgs, "<decode error>")
+	}
 	flush()
 	return out, err
 }
