@@ -60,4 +60,31 @@
 // SplitStreamBatch); on datagram links one datagram is one batch (§3.1).
 // A FRAME's payload runs to the end of the batch, as zenoh-pico reads it;
 // WalkBatch also accepts Rust multi-frame batches (§3.2).
+//
+// # Canonical forms (re-encode exceptions)
+//
+// Append(Parse(b)) == b for every batch of the zenoh-pico transcripts, in
+// both directions (the transcript test checks it). It differs from the input
+// only where the input is not in the form Zenoh encoders produce:
+//
+//   - A non-minimal VLE (e.g. 81 00 for 1) is accepted, as both
+//     implementations do, and re-encoded minimally.
+//   - Reserved/unused bits are dropped: header flags marked X in the
+//     diagrams (e.g. 0x40 of CLOSE), bits 2-3 of the whatami byte of
+//     INIT/JOIN, unused bits of the Undeclare WireExpr flags byte, bits 1-7
+//     of the QueryableInfo value.
+//   - A lease in milliseconds that is a whole number of seconds is written
+//     with the T flag (seconds), as both implementations do.
+//   - An N flag with an empty suffix (WireExpr, INTEREST options with R,
+//     Undeclare WireExpr ext) and a P flag with empty QUERY parameters are
+//     dropped: empty strings are never sent (§9.1).
+//   - An INIT/JOIN Patch extension with value 0 is dropped (0 = absent).
+//   - Interpreted extensions are written in a fixed order (typed ones first,
+//     in the order of the message's diagram, then the raw Exts in input
+//     order); a sender using another order, or repeating an extension
+//     (the last one wins), is re-encoded in that order. Uninterpreted
+//     extensions keep their order and bytes.
+//
+// Fuzz targets check that Append(Parse(x)) is a fixpoint: parsing it again
+// and appending yields the same bytes.
 package wire
