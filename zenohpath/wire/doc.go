@@ -79,11 +79,13 @@
 //     Undeclare WireExpr ext) and a P flag with empty QUERY parameters are
 //     dropped: empty strings are never sent (§9.1).
 //   - An INIT/JOIN Patch extension with value 0 is dropped (0 = absent).
-//   - Interpreted extensions are written in a fixed order (typed ones first,
-//     in the order of the message's diagram, then the raw Exts in input
-//     order); a sender using another order, or repeating an extension
-//     (the last one wins), is re-encoded in that order. Uninterpreted
-//     extensions keep their order and bytes.
+//   - Extensions are written in a fixed order: the typed ones in the order
+//     of the message's diagram (which is the order Rust's codec writes
+//     them), then the raw Exts in input order; for INIT and JOIN the chain
+//     is written sorted by ID around Patch, as Rust and pico do. A sender
+//     using another order, or repeating an extension (the last one wins),
+//     is re-encoded in that order. Uninterpreted extensions keep their
+//     order and bytes.
 //
 // Fuzz targets check that Append(Parse(x)) is a fixpoint: parsing it again
 // and appending yields the same bytes.
