@@ -1,7 +1,8 @@
 // Package wire is the Zenoh 1.x (protocol version 0x09) wire codec: VLE
 // integers, ZIDs, extensions, transport, network and zenoh messages, and
 // batch framing. It is pure functions over bytes: no I/O, no clocks, and it
-// imports only the standard library. The protocol notes it follows are
+// imports only the standard library. Scouting messages (SCOUT, HELLO, §7)
+// are included for UDP discovery. The protocol notes it follows are
 // shared/design/zenoh-wire.md; section numbers (§) in doc comments refer to
 // that file.
 //

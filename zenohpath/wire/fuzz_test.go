@@ -261,3 +261,17 @@ func FuzzParseBatch(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseScouting(f *testing.F) {
+	zid := wire.MustZID([]byte{1, 2, 3})
+	f.Add(wire.Scout{Version: 9, What: wire.WhatRouter, ZID: zid}.Append(nil))
+	f.Add(wire.Hello{Version: 9, ZID: zid, Locators: []string{"tcp/127.0.0.1:7447"}}.Append(nil))
+	parse := func(b []byte) (message, int, error) { return wire.ParseScouting(b) }
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, n, err := wire.ParseScouting(b)
+		if err != nil {
+			return
+		}
+		checkRoundTrip(t, b, n, m, parse)
+	})
+}
