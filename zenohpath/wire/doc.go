@@ -90,4 +90,21 @@
 //
 // Fuzz targets check that Append(Parse(x)) is a fixpoint: parsing it again
 // and appending yields the same bytes.
+//
+// # Tests, fuzzing, benchmarks
+//
+// The transcript test decodes every batch of shared/testdata/zenoh-pico
+// (found through $PICOBRIDGE_SHARED or by walking up from the working
+// directory; skipped when absent), re-encodes it and compares the
+// description with its `# expect:` line. Fuzz targets (FuzzParseBatch,
+// FuzzParseTransport, FuzzParseNetwork, FuzzParseZenohMessage,
+// FuzzParseScouting, FuzzVLE) are seeded with appended values and the
+// transcripts; run one with
+//
+//	go test ./zenohpath/wire -run '^$' -fuzz '^FuzzParseBatch$' -fuzztime 30s
+//
+// Benchmarks (BenchmarkParseFramePush, BenchmarkAppendFramePush,
+// BenchmarkWalkBatch170Push, BenchmarkReassemble) report allocations;
+// TestParserAllocs pins zero allocations on FRAME→PUSH→PUT decode and on
+// encoding into a reused buffer.
 package wire

@@ -219,3 +219,13 @@ func finishHeader(w *extWriter, p int) []byte {
 	}
 	return b
 }
+
+// FindExt returns the first extension with the given header (ID|M|ENC).
+func FindExt(exts []Ext, header byte) (Ext, bool) {
+	for _, e := range exts {
+		if e.Header == header&^ExtMore {
+			return e, true
+		}
+	}
+	return Ext{}, false
+}

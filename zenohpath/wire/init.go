@@ -195,13 +195,3 @@ func ParseInitAck(b []byte, h byte) (InitAck, int, error) {
 	err := m.decode(&r, h)
 	return m, r.i, err
 }
-
-// FindExt returns the first extension with the given header (ID|M|ENC).
-func FindExt(exts []Ext, header byte) (Ext, bool) {
-	for _, e := range exts {
-		if e.Header == header&^ExtMore {
-			return e, true
-		}
-	}
-	return Ext{}, false
-}

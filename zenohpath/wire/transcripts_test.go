@@ -109,3 +109,50 @@ func TestTranscripts(t *testing.T) {
 		})
 	}
 }
+
+// TestTranscriptTruncations cuts every transcript batch at every byte: the
+// walk must never panic, and a cut inside a message must be an error
+// (a cut at a message boundary is a shorter valid batch).
+func TestTranscriptTruncations(t *testing.T) {
+	var p wire.Parser
+	for _, path := range transcripts(t) {
+		f := loadTranscript(t, path)
+		for _, l := range f.Lines {
+			// message boundaries of the full batch
+			bounds := map[int]bool{}
+			off := 0
+			bounds[0] = true
+			for off < len(l.Batch) {
+				m, n, err := p.Transport(l.Batch[off:])
+				require.NoError(t, err)
+				if fr, ok := m.(*wire.Frame); ok {
+					hdr := off + n - len(fr.Payload)
+					bounds[hdr] = true
+					for k := hdr; k < len(l.Batch); {
+						_, j, err := p.Network(l.Batch[k:])
+						require.NoError(t, err)
+						k += j
+						bounds[k] = true
+					}
+					off = len(l.Batch)
+				} else {
+					off += n
+					bounds[off] = true
+				}
+			}
+			for i := 0; i < len(l.Batch); i++ {
+				err := p.WalkBatch(l.Batch[:i], func(wire.TransportMessage, wire.NetworkMessage) error { return nil })
+				if bounds[i] {
+					require.NoError(t, err, "%s line %d cut at boundary %d", filepath.Base(path), l.N, i)
+					continue
+				}
+				m, n, _ := p.Transport(l.Batch)
+				if fr, frag := m.(*wire.Fragment); frag && i >= n-len(fr.Payload) {
+					continue // a fragment's payload is opaque: any cut after its header decodes
+				}
+				require.Error(t, err, "%s line %d cut at %d", filepath.Base(path), l.N, i)
+				require.ErrorIs(t, err, wire.ErrTruncated, "%s line %d cut at %d", filepath.Base(path), l.N, i)
+			}
+		}
+	}
+}
