@@ -52,3 +52,36 @@ func TestReassembler(t *testing.T) {
 	require.True(t, done)
 	require.Equal(t, msg, out)
 }
+
+func FuzzReassembly(f *testing.F) {
+	f.Add([]byte{0x03, 0x01, 0x04, 'a', 'b', 'c', 'd', 0x00, 0x02, 0x02, 'e', 'f'})
+	f.Add([]byte{0x01, 0x7f, 0x03, 'x', 'y', 'z', 0x00, 0x00, 0x01, 'w', 0x04, 0x01, 0x00})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		r := Reassembler{Max: 64, RequireFirst: data[0]&0x80 != 0, SNMask: 0x7f}
+		total := 0
+		for len(data) >= 3 {
+			flags, sn, n := data[0], data[1], int(data[2])%48
+			data = data[3:]
+			n = min(n, len(data))
+			fr := Fragment{More: flags&1 != 0, First: flags&2 != 0, Drop: flags&4 != 0, SN: uint64(sn), Payload: data[:n]}
+			data = data[n:]
+			msg, done, err := r.Push(&fr)
+			if r.Buffered() > r.Max || len(msg) > r.Max {
+				t.Fatalf("bound exceeded: %d %d", r.Buffered(), len(msg))
+			}
+			if err != nil && (done || r.Buffered() != 0) {
+				t.Fatalf("error must reset: %v", err)
+			}
+			if done {
+				total += len(msg)
+				if fr.More {
+					t.Fatalf("completed on a non-last fragment")
+				}
+			}
+		}
+		_ = total
+	})
+}
