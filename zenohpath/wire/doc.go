@@ -26,8 +26,10 @@
 // For the receive path use a Parser (one per link): it decodes into values
 // it owns and reuses, and interns key suffixes, so FRAME → PUSH → PUT does
 // not allocate in steady state. Messages returned by a Parser are valid
-// until its next call. WalkBatch walks a whole batch: transport messages,
-// and the network messages of each FRAME.
+// until its next call. WalkBatch walks a whole batch with a callback:
+// transport messages, and the network messages of each FRAME; the range
+// iterators TransportMessages and NetworkMessages do the same with
+// for-range loops. Neither allocates.
 //
 // # Ownership of bytes
 //

@@ -13,6 +13,7 @@ package wire
 // do).
 type Parser struct {
 	keys interner
+	scan frameScan
 
 	initSyn  InitSyn
 	initAck  InitAck
