@@ -245,6 +245,36 @@ func FuzzParseBatch(f *testing.F) {
 			return out, err
 		}
 		out, err := rebuild(batch)
+		// the range iterators see the same messages and the same error
+		var viaIter []byte
+		var iterErr error
+	walk:
+		for tm, err := range p.TransportMessages(batch) {
+			if err != nil {
+				iterErr = err
+				break
+			}
+			if fr, ok := tm.(*wire.Frame); ok {
+				h := *fr
+				h.Payload = nil
+				viaIter = h.Append(viaIter)
+				for nm, err := range p.NetworkMessages(fr.Payload) {
+					if err != nil {
+						iterErr = err
+						break walk
+					}
+					viaIter = nm.Append(viaIter)
+				}
+				continue
+			}
+			viaIter = tm.Append(viaIter)
+		}
+		if (err == nil) != (iterErr == nil) {
+			t.Fatalf("WalkBatch err %v, iterators err %v", err, iterErr)
+		}
+		if err == nil && !bytes.Equal(out, viaIter) {
+			t.Fatalf("WalkBatch and iterators differ: %x vs %x", out, viaIter)
+		}
 		if err != nil {
 			var we *wire.Error
 			if !asWireError(err, &we) || we.Offset < 0 || we.Offset > len(batch) {
