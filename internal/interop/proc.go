@@ -40,10 +40,10 @@ func LiveProcs() int { return int(liveProcs.Load()) }
 type Event struct {
 	Ev         string  `json:"ev"`
 	Key        string  `json:"key,omitempty"`
-	Kind       string  `json:"kind,omitempty"`     // "put" or "delete" (sample, liveliness, reply)
-	Seq        *uint64 `json:"seq,omitempty"`      // sequence number carried by zpeer payloads
-	PayloadLen int     `json:"payload_len"`        // sample, reply, query
-	Payload    *string `json:"payload,omitempty"`  // short UTF-8 payloads without a seq
+	Kind       string  `json:"kind,omitempty"`    // "put" or "delete" (sample, liveliness, reply)
+	Seq        *uint64 `json:"seq,omitempty"`     // sequence number carried by zpeer payloads
+	PayloadLen int     `json:"payload_len"`       // sample, reply, query
+	Payload    *string `json:"payload,omitempty"` // short UTF-8 payloads without a seq
 	Attachment *string `json:"attachment,omitempty"`
 	Count      int     `json:"count"` // sent, done
 	OK         bool    `json:"ok"`    // reply: true for a sample, false for an error reply
