@@ -28,12 +28,16 @@ var RouterScenarios = []Scenario{
 	{"liveliness", Liveliness},
 }
 
-// RunRouterSuite runs every scenario of [RouterScenarios] as a subtest, each against a fresh
-// router from start. The same suite runs against the Python (Rust) router in this package's
-// tests and against picobridge's Go router in its own (docs/interop.md).
+// RunRouterSuite runs every scenario of [RouterScenarios] as a parallel subtest, each against
+// a fresh router from start (so start must allow several routers at once, on distinct ports).
+// The same suite runs against the Python (Rust) router in this package's tests and against
+// picobridge's Go router in its own (docs/interop.md).
 func RunRouterSuite(t *testing.T, start RouterFunc) {
 	for _, s := range RouterScenarios {
-		t.Run(s.Name, func(t *testing.T) { s.Run(t, start(t)) })
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel() // mostly waiting for Python processes to start
+			s.Run(t, start(t))
+		})
 	}
 }
 
