@@ -97,7 +97,8 @@ type Proc struct {
 	mu      sync.Mutex
 	lines   []string // every stdout line
 	events  []Event
-	cursor  int           // next event WaitEvent looks at
+	taken   []bool        // taken[i]: events[i] was returned by a wait
+	scan    int           // events before it are all taken
 	changed chan struct{} // closed and replaced whenever events or eof change
 	eof     bool          // stdout closed
 
@@ -207,6 +208,7 @@ func (p *Proc) readStdout(r io.Reader, done chan<- struct{}) {
 			ev.Raw = json.RawMessage(line)
 			ev.At = time.Since(p.start)
 			p.events = append(p.events, ev)
+			p.taken = append(p.taken, false)
 			p.notifyLocked()
 		}
 		p.mu.Unlock()
@@ -246,10 +248,11 @@ func (p *Proc) Count(ev string) int {
 	return n
 }
 
-// WaitEvent returns the next event named ev, failing the test if none arrives within the
-// nominal timeout (scaled by [Timescale]), if the process exits first, or if an "error"
-// event comes first. Events before it are passed over (they stay in [Proc.Events]); the next
-// WaitEvent looks only after it. Call it from the test goroutine.
+// WaitEvent returns the first event named ev that no earlier wait returned, failing the test
+// if none arrives within the nominal timeout (scaled by [Timescale]), if the process exits
+// first, or if an "error" event comes. Events of other kinds are left for later waits (a
+// liveliness subscriber with history can report a token before its "ready"). Call it from
+// the test goroutine.
 func (p *Proc) WaitEvent(ev string, timeout time.Duration) Event {
 	p.t.Helper()
 	return p.WaitFor(fmt.Sprintf("event %q", ev), timeout, func(e Event) bool { return e.Ev == ev })
@@ -268,18 +271,24 @@ func (p *Proc) WaitFor(what string, timeout time.Duration, match func(Event) boo
 // ErrExited is returned by [Proc.Next] when stdout ended before a matching event.
 var ErrExited = errors.New("process exited")
 
-// Next is the non-failing form of [Proc.WaitFor]: it returns the next matching event or an
-// error (timeout, [ErrExited], or an "error" event that match did not accept). Safe to call
-// from any goroutine.
+// Next is the non-failing form of [Proc.WaitFor]: it returns the first matching event no
+// earlier wait returned, or an error (timeout, [ErrExited], or an "error" event that match
+// did not accept). Safe to call from any goroutine.
 func (p *Proc) Next(timeout time.Duration, match func(Event) bool) (Event, error) {
 	timer := time.NewTimer(Scale(timeout))
 	defer timer.Stop()
 	for {
 		p.mu.Lock()
-		for p.cursor < len(p.events) {
-			e := p.events[p.cursor]
-			p.cursor++
+		for p.scan < len(p.events) && p.taken[p.scan] {
+			p.scan++
+		}
+		for i := p.scan; i < len(p.events); i++ {
+			e := p.events[i]
+			if p.taken[i] {
+				continue
+			}
 			if match(e) {
+				p.taken[i] = true
 				p.mu.Unlock()
 				return e, nil
 			}

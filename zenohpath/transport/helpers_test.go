@@ -1,0 +1,168 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+// rxMsg is a copy of a received PUSH/PUT.
+type rxMsg struct {
+	key     string
+	payload []byte
+	id      wire.NetworkID
+}
+
+// recorder is a Handler that copies PUSHes into a channel.
+type recorder struct {
+	msgs   chan rxMsg
+	closed chan error
+	onMsg  func(s *Session, m wire.NetworkMessage)
+	once   sync.Once
+}
+
+func newRecorder() *recorder {
+	return &recorder{msgs: make(chan rxMsg, 100000), closed: make(chan error, 1)}
+}
+
+func (r *recorder) HandleNetwork(s *Session, m wire.NetworkMessage) {
+	if r.onMsg != nil {
+		r.onMsg(s, m)
+	}
+	x := rxMsg{id: m.NetworkID()}
+	if p, ok := m.(*wire.Push); ok {
+		x.key = p.WireExpr.Suffix
+		if put, ok := p.Body.(*wire.Put); ok {
+			x.payload = append([]byte(nil), put.Payload...)
+		}
+	}
+	r.msgs <- x
+}
+
+func (r *recorder) HandleClose(s *Session, err error) {
+	r.once.Do(func() { r.closed <- err })
+}
+
+func (r *recorder) next(t testing.TB, timeout time.Duration) rxMsg {
+	t.Helper()
+	select {
+	case m := <-r.msgs:
+		return m
+	case <-time.After(timeout):
+		t.Fatalf("no message within %v", timeout)
+	}
+	return rxMsg{}
+}
+
+func (r *recorder) waitClose(t testing.TB, timeout time.Duration) *CloseError {
+	t.Helper()
+	select {
+	case err := <-r.closed:
+		ce, ok := err.(*CloseError)
+		require.True(t, ok, "HandleClose error %T %v", err, err)
+		return ce
+	case <-time.After(timeout):
+		t.Fatalf("session not closed within %v", timeout)
+	}
+	return nil
+}
+
+func push(key string, payload []byte) *wire.Push {
+	return &wire.Push{WireExpr: wire.WireExpr{Suffix: key}, Body: &wire.Put{Payload: payload}}
+}
+
+var zidCounter struct {
+	sync.Mutex
+	n byte
+}
+
+func testZID() wire.ZID {
+	zidCounter.Lock()
+	defer zidCounter.Unlock()
+	zidCounter.n++
+	return wire.MustZID([]byte{0xa0, zidCounter.n, 3, 4, 5, 6, 7, 8})
+}
+
+func testConfig() Config {
+	return Config{ZID: testZID(), WhatAmI: wire.WhatAmIRouter}
+}
+
+// pair starts a Listener (router) and dials it (client); it returns the
+// dialled session, the accepted one and both recorders.
+func pair(t *testing.T, proto string, lcfg, dcfg Config) (client, server *Session, crec, srec *recorder) {
+	t.Helper()
+	return pairWith(t, proto, lcfg, dcfg, newRecorder(), newRecorder())
+}
+
+func pairWith(t *testing.T, proto string, lcfg, dcfg Config, crec, srec *recorder) (client, server *Session, _, _ *recorder) {
+	t.Helper()
+	accepted := make(chan *Session, 1)
+	ln, err := Listen(context.Background(), proto+"/127.0.0.1:0", lcfg, func(s *Session) Handler {
+		accepted <- s
+		return srec
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	if dcfg.WhatAmI == wire.WhatAmIRouter {
+		dcfg.WhatAmI = wire.WhatAmIClient
+	}
+	client, err = Dial(context.Background(), ln.Endpoint(), dcfg, crec)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close(ReasonShutdown); <-client.Done() })
+	select {
+	case server = <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no session accepted")
+	}
+	return client, server, crec, srec
+}
+
+// rawPeer drives one side of a link by hand: batches in, batches out.
+type rawPeer struct {
+	t      testing.TB
+	c      net.Conn
+	sr     *streamReader
+	parser wire.Parser
+}
+
+func newRawPeer(t testing.TB, c net.Conn) *rawPeer {
+	return &rawPeer{t: t, c: c, sr: newStreamReader(c)}
+}
+
+func (p *rawPeer) send(msgs ...wire.TransportMessage) {
+	p.t.Helper()
+	p.sendRaw(wire.AppendBatch(nil, msgs...))
+}
+
+func (p *rawPeer) sendRaw(content []byte) {
+	p.t.Helper()
+	_ = p.c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	_, err := p.c.Write(wire.AppendStreamBatch(nil, content))
+	require.NoError(p.t, err)
+}
+
+// recv returns the next batch content (copied).
+func (p *rawPeer) recv(timeout time.Duration) ([]byte, error) {
+	_ = p.c.SetReadDeadline(time.Now().Add(timeout))
+	b, err := p.sr.next()
+	return append([]byte(nil), b...), err
+}
+
+func (p *rawPeer) recvMsg(timeout time.Duration) wire.TransportMessage {
+	p.t.Helper()
+	b, err := p.recv(timeout)
+	require.NoError(p.t, err)
+	m, n, err := wire.ParseTransport(b)
+	require.NoError(p.t, err, "batch %x", b)
+	require.Equal(p.t, len(b), n, "one message per batch: %x", b)
+	return m
+}
+
+func hexs(b []byte) string { return fmt.Sprintf("%x", b) }
