@@ -1,12 +1,14 @@
 package zenohpath
 
 import (
+	"context"
 	"crypto/rand"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
+	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -24,6 +26,15 @@ type RouterConfig struct {
 	Metrics *Metrics
 	// QueryTimeout applies to REQUESTs without a Timeout ext; 0 = DefaultQueryTimeout.
 	QueryTimeout time.Duration
+	// WhatAmI is the role announced to the sessions we accept: router (the
+	// zero value) or peer.
+	WhatAmI wire.WhatAmI
+	// DialAs is the role announced when we connect to an upstream router:
+	// client (the zero value means client) or peer.
+	DialAs wire.WhatAmI
+	// Transport configures every session (lease, batch size, queues...);
+	// ZID and WhatAmI are set by the router.
+	Transport transport.Config
 }
 
 // Router routes Zenoh network messages between faces. Create it with
@@ -34,6 +45,11 @@ type Router struct {
 	log          *slog.Logger
 	metrics      *Metrics
 	queryTimeout time.Duration
+	whatami      wire.WhatAmI
+	dialWhatAmI  wire.WhatAmI
+	tcfg         transport.Config
+	ctx          context.Context // cancelled by Close
+	cancel       context.CancelFunc
 
 	mu       sync.Mutex
 	closed   bool
@@ -63,9 +79,16 @@ func NewRouter(cfg RouterConfig) *Router {
 		log:          cfg.Logger,
 		metrics:      cfg.Metrics,
 		queryTimeout: cfg.QueryTimeout,
+		whatami:      cfg.WhatAmI,
+		dialWhatAmI:  cfg.DialAs,
+		tcfg:         cfg.Transport,
 		faces:        map[uint64]*face{},
 		done:         make(chan struct{}),
 	}
+	if r.dialWhatAmI == wire.WhatAmIRouter {
+		r.dialWhatAmI = wire.WhatAmIClient
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for k := range r.ents {
 		r.ents[k] = map[uint32]*entity{}
 	}
@@ -93,6 +116,7 @@ func (r *Router) Close() error {
 	}
 	r.closed = true
 	close(r.done)
+	r.cancel()
 	closers := r.closers
 	r.closers = nil
 	faces := make([]*face, 0, len(r.faces))
@@ -214,10 +238,15 @@ func (r *Router) removeFace(f *face) {
 
 // handle routes one network message received from f. m is only valid during
 // the call.
-func (r *Router) handle(f *face, m wire.NetworkMessage) {
+func (r *Router) handle(f *face, m wire.NetworkMessage) { r.route(f, m, true) }
+
+// route is handle with the reliability of the message: transport sessions
+// do not report the FRAME's R flag, so their messages count as reliable;
+// in-process sessions pass their publisher's choice.
+func (r *Router) route(f *face, m wire.NetworkMessage, reliable bool) {
 	switch m := m.(type) {
 	case *wire.Push:
-		r.handlePush(f, m)
+		r.handlePush(f, m, reliable)
 	case *wire.Request:
 		r.handleRequest(f, m)
 	case *wire.Response:
@@ -235,7 +264,7 @@ func (r *Router) handle(f *face, m wire.NetworkMessage) {
 
 // handlePush sends a PUSH to every other face with an intersecting
 // subscriber, each once, with the sender's QoS (§12.3).
-func (r *Router) handlePush(f *face, m *wire.Push) {
+func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 	r.mu.Lock()
 	if f.closed {
 		r.mu.Unlock()
@@ -256,6 +285,7 @@ func (r *Router) handlePush(f *face, m *wire.Push) {
 	}
 	out := wire.Push{WireExpr: wireKey(key), NetExt: routedExt(m.NetExt), Body: m.Body}
 	o := dataOptions(m.EffectiveQoS())
+	o.Reliable = reliable
 	for _, t := range targets {
 		t.send(&out, o, "push")
 	}
