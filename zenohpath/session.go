@@ -71,12 +71,12 @@ type Session struct {
 	mu           sync.Mutex
 	closed       bool
 	nextID       uint32
-	subs         map[uint32]*Subscriber   // by entity id
-	qbls         map[uint32]*Queryable    // by entity id
-	gets         map[uint32]*getState     // by request id
-	lsubs        map[uint32]*Subscriber   // liveliness subscribers, by interest id
-	lgets        map[uint32]*getState     // liveliness gets, by interest id
-	remoteTokens map[uint32]string        // router token id → key
+	subs         map[uint32]*Subscriber // by entity id
+	qbls         map[uint32]*Queryable  // by entity id
+	gets         map[uint32]*getState   // by request id
+	lsubs        map[uint32]*Subscriber // liveliness subscribers, by interest id
+	lgets        map[uint32]*getState   // liveliness gets, by interest id
+	remoteTokens map[uint32]string      // router token id → key
 }
 
 // Open opens a session. In client mode it connects to the first endpoint of
