@@ -215,3 +215,26 @@ func (sub *Subscriber) Undeclare() error {
 	})
 	return err
 }
+
+// HasMatchingSubscribers reports whether a subscriber of another session or
+// device (as far as this session's router knows) intersects the publisher's
+// key: the Zenoh "matching status".
+func (p *Publisher) HasMatchingSubscribers() bool {
+	return p.s.r.hasMatching(kindSub, p.key, p.s.face)
+}
+
+// HasMatchingQueryables reports whether a queryable elsewhere intersects key.
+func (s *Session) HasMatchingQueryables(key string) bool {
+	k, err := canonKey(key)
+	if err != nil {
+		return false
+	}
+	return s.r.hasMatching(kindQbl, k, s.face)
+}
+
+func (r *Router) hasMatching(k kind, key string, from *face) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	found, _ := r.anyMatch(k, key, from)
+	return found
+}
