@@ -1,9 +1,12 @@
 package zenohpath
 
 import (
+	"errors"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
+	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -49,6 +52,12 @@ type face struct {
 	whatami  wire.WhatAmI
 	upstream bool // we are the client of this face: declare our entities to it
 	log      *slog.Logger
+
+	// congested is set when a BLOCK send timed out (the face is not
+	// draining); until a send succeeds again, BLOCK sends to it are made as
+	// DROP so that one stuck face costs the router one block timeout per
+	// episode, not one per message (architecture invariant 1).
+	congested atomic.Bool
 
 	closed     bool
 	remoteKeys map[uint16]string // key ids the peer declared (resolve M=1 from it)
@@ -115,12 +124,31 @@ func (f *face) resolve(w wire.WireExpr) (string, bool) {
 
 // send sends m to the face and counts it; kind is the metrics label.
 func (f *face) send(m wire.NetworkMessage, o sendOptions, kind string) {
-	if err := f.link.send(m, o); err != nil {
-		f.r.metrics.droppedInc(dropSendFailed)
-		f.log.Debug("send failed", "kind", kind, "err", err)
-		return
+	if o.Block && f.congested.Load() {
+		o.Block = false
 	}
-	f.r.metrics.routedInc(kind)
+	err := f.link.send(m, o)
+	switch {
+	case err == nil:
+		if f.congested.Load() {
+			f.congested.Store(false)
+			f.log.Info("face drains again")
+		}
+		f.r.metrics.routedInc(kind)
+		return
+	case errors.Is(err, transport.ErrBlockTimeout):
+		if !f.congested.Swap(true) {
+			f.log.Warn("face congested: blocking sends to it become drops until it drains", "kind", kind)
+		}
+		f.r.metrics.droppedInc(dropCongestion)
+	case errors.Is(err, transport.ErrQueueFull), errors.Is(err, errLocalFull):
+		f.r.metrics.droppedInc(dropQueueFull)
+	case errors.Is(err, transport.ErrClosed), errors.Is(err, ErrClosed):
+		f.r.metrics.droppedInc(dropClosed)
+	default:
+		f.r.metrics.droppedInc(dropSendFailed)
+	}
+	f.log.Debug("send failed", "kind", kind, "err", err)
 }
 
 func (f *face) String() string {

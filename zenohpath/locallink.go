@@ -2,9 +2,11 @@ package zenohpath
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -18,7 +20,10 @@ const (
 	localBlockTimeout = time.Second
 )
 
-var errLocalFull = errors.New("zenohpath: session queue full, message dropped")
+var (
+	errLocalFull         = errors.New("zenohpath: session queue full, message dropped")
+	errLocalBlockTimeout = fmt.Errorf("zenohpath: session queue: %w", transport.ErrBlockTimeout)
+)
 
 // localLink is the face link of an in-process Session: send copies the
 // message onto a queue that the Session's dispatcher goroutine drains, so
@@ -63,7 +68,7 @@ func (l *localLink) send(m wire.NetworkMessage, o sendOptions) error {
 		select {
 		case <-l.space:
 		case <-deadline:
-			return errLocalFull
+			return errLocalBlockTimeout
 		}
 		l.mu.Lock()
 	}

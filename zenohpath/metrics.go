@@ -12,8 +12,14 @@ import (
 //	picobridge_router_routed_total{kind}      counter: messages routed to a face; kind is push,
 //	                                          request, response, response_final, declare or interest
 //	picobridge_router_dropped_total{reason}   counter: messages not delivered; reason is
-//	                                          unresolved_key, no_route, send_failed, late_response,
-//	                                          query_timeout or invalid
+//	                                          unresolved_key (unknown scope id or bad key),
+//	                                          no_route (no matching subscriber/queryable),
+//	                                          queue_full (DROP message, face queue full),
+//	                                          congestion (BLOCK message, face did not drain in
+//	                                          time, or marked congested), closed (face closing),
+//	                                          send_failed (other), late_response (reply after
+//	                                          the query ended), query_timeout (query ended by
+//	                                          its timeout)
 //
 // Create them with NewMetrics on a registry you own; a nil *Metrics records nothing.
 type Metrics struct {
@@ -27,9 +33,11 @@ const (
 	dropUnresolved   = "unresolved_key"
 	dropNoRoute      = "no_route"
 	dropSendFailed   = "send_failed"
+	dropQueueFull    = "queue_full"
+	dropCongestion   = "congestion"
+	dropClosed       = "closed"
 	dropLateResponse = "late_response"
 	dropQueryTimeout = "query_timeout"
-	dropInvalid      = "invalid"
 )
 
 // NewMetrics creates the router collectors and registers them on reg (nil: not

@@ -377,4 +377,3 @@ func picoSubFromPython(t *testing.T, dir, ep string) {
 	sub.waitLine("'demo/example/py'", 10*time.Second)
 	require.Zero(t, sub.wait(10*time.Second))
 }
-

@@ -58,9 +58,10 @@ type Router struct {
 	ents     [numKinds]map[uint32]*entity // by gid
 	nextGID  uint32
 
-	wg      sync.WaitGroup // goroutines owned by the router (listeners, dialers)
-	closers []func()       // run by Close (listeners, upstream sessions)
-	done    chan struct{}
+	wg        sync.WaitGroup // goroutines owned by the router (listeners, dialers)
+	closers   []func()       // run by Close (listeners, upstream sessions)
+	listeners []string       // endpoints listened on
+	done      chan struct{}
 }
 
 // NewRouter creates a router with no faces.

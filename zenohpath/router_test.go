@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -475,4 +476,61 @@ func waitGoroutines(t *testing.T, want int) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// stuckLink fails every send like a transport whose queue never drains.
+type stuckLink struct {
+	fakeLink
+	blocks int
+}
+
+func (l *stuckLink) send(m wire.NetworkMessage, o sendOptions) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if o.Block {
+		l.blocks++
+		return transport.ErrBlockTimeout
+	}
+	return transport.ErrQueueFull
+}
+
+// TestCongestedFace: after one BLOCK send timed out, BLOCK sends to that face
+// are made as DROP (no more waiting) until it drains; drops are counted.
+func TestCongestedFace(t *testing.T) {
+	r, m := newTestRouter(t)
+	l := &stuckLink{}
+	stuck, ok := r.addFace(l, RandomZID(), wire.WhatAmIClient, false)
+	require.True(t, ok)
+	r.handle(stuck, declSub(1, "**"))
+	pub, _ := addTestFace(t, r, wire.WhatAmIClient)
+	for range 5 {
+		p := push("a", "x")
+		p.HasQoS, p.QoS = true, wire.NewQoS(wire.PriorityData, wire.CongestionBlock, false)
+		r.handle(pub, p)
+	}
+	require.Equal(t, 1, l.blocks)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.dropped.WithLabelValues(dropCongestion)))
+	require.Equal(t, 4.0, testutil.ToFloat64(m.dropped.WithLabelValues(dropQueueFull)))
+	require.True(t, stuck.congested.Load())
+}
+
+// TestMetricsLint runs promlint over the router's collectors.
+func TestMetricsLint(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	require.NoError(t, err)
+	m.routedInc("push")
+	m.droppedInc(dropNoRoute)
+	m.faceAdded(1)
+	problems, err := testutil.GatherAndLint(reg)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	n, err := testutil.GatherAndCount(reg, "picobridge_router_faces", "picobridge_router_routed_total", "picobridge_router_dropped_total")
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	// Registering twice reuses the collectors.
+	m2, err := NewMetrics(reg)
+	require.NoError(t, err)
+	m2.routedInc("push")
+	require.Equal(t, 2.0, testutil.ToFloat64(m.routed.WithLabelValues("push")))
 }

@@ -89,9 +89,17 @@ func (r *Router) Listen(ctx context.Context, endpoint string) (*transport.Listen
 		return nil, ErrClosed
 	}
 	r.closers = append(r.closers, func() { _ = ln.Close() })
+	r.listeners = append(r.listeners, ln.Endpoint())
 	r.mu.Unlock()
 	r.log.Info("listening", "endpoint", ln.Endpoint())
 	return ln, nil
+}
+
+// Endpoints lists the endpoints the router listens on (ports resolved).
+func (r *Router) Endpoints() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.listeners...)
 }
 
 func (r *Router) accept(s *transport.Session) transport.Handler {
