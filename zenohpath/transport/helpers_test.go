@@ -166,3 +166,14 @@ func (p *rawPeer) recvMsg(timeout time.Duration) wire.TransportMessage {
 }
 
 func hexs(b []byte) string { return fmt.Sprintf("%x", b) }
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  interface{ Write([]byte) (int, error) }
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
