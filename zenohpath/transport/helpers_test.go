@@ -37,6 +37,11 @@ func (r *recorder) HandleNetwork(s *Session, m wire.NetworkMessage) {
 		r.onMsg(s, m)
 	}
 	x := rxMsg{id: m.NetworkID()}
+	if d, ok := m.(*wire.Declare); ok {
+		if _, ok := d.Body.(*wire.DeclareSubscriber); ok {
+			x.key = "sub"
+		}
+	}
 	if p, ok := m.(*wire.Push); ok {
 		x.key = p.WireExpr.Suffix
 		if put, ok := p.Body.(*wire.Put); ok {
