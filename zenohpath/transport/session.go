@@ -118,7 +118,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }
 func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
 
 func putBuf(b *[]byte) {
-	if cap(*b) > 64<<10 {
+	if cap(*b) > 256<<10 {
 		return
 	}
 	*b = (*b)[:0]
