@@ -55,6 +55,20 @@ func BenchmarkKeyExprIncludes(b *testing.B) {
 	}
 }
 
+// BenchmarkKeyExprMatcher matches a concrete key against a compiled subscription, the router's
+// per-PUSH operation.
+func BenchmarkKeyExprMatcher(b *testing.B) {
+	for _, p := range benchPairs {
+		m := NewMatcher(MustNew(p.b))
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				m.Matches(p.a)
+			}
+		})
+	}
+}
+
 func BenchmarkKeyExprValidate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
@@ -77,7 +91,11 @@ func BenchmarkKeyExprCanonize(b *testing.B) {
 // TestRelationsAllocs pins zero allocations on the routing hot path (style.md convention 21).
 func TestRelationsAllocs(t *testing.T) {
 	for _, p := range benchPairs {
+		m := NewMatcher(MustNew(p.b))
 		allocs := testing.AllocsPerRun(100, func() {
+			m.Matches(p.a)
+			m.Intersects(p.a)
+			m.Includes(p.a)
 			Intersects(p.a, p.b)
 			Intersects(p.b, p.a)
 			Includes(p.a, p.b)

@@ -12,9 +12,16 @@ import "strings"
 //
 // so a run of "*" and "**" chunks containing at least one "**" becomes its "*" chunks followed
 // by a single "**". The result is the string Rust's keyexpr::autocanonize (zenoh-keyexpr
-// key_expr/canon.rs) and zenoh-pico's z_keyexpr_canonize produce. Like them it also collapses
-// "$*$*" inside verbatim '@' chunks. If s is already canonical it is returned as is, without
-// allocating. An invalid s gives the [*Error] of [Validate], with offsets into s.
+// key_expr/canon.rs) produces (testdata/rust_golden.json). Like it, and zenoh-pico's
+// z_keyexpr_canonize, this also collapses "$*$*" inside verbatim '@' chunks. Deliberate
+// differences, where the references are wrong: the Rust canonizer of zenoh 1.10 mishandles a
+// "$*$*" that follows an earlier rewrite or precedes a later "$*" ("a$*$*/b$*" gives the
+// invalid "a$*$*"; "$*/a$*$*" panics), and zenoh-pico's turns "**/$*" into the non-canonical
+// "**/*" and passes '#' through; here those get their canonical form ("a$*/b$*", "*/a$*",
+// "*/**") or an error.
+//
+// If s is already canonical it is returned as is, without allocating. An invalid s gives the
+// [*Error] of [Validate], with offsets into s.
 func Canonize(s string) (string, error) {
 	if off, err := check(s, false); err != nil {
 		return "", newError(s, off, err)

@@ -29,6 +29,9 @@ func FuzzKeyExpr(f *testing.F) {
 		c2 := fuzzCanon(t, s2)
 		// Relations on arbitrary strings must not panic.
 		_, _ = Intersects(s1, s2), Includes(s1, s2)
+		if c1 != "" {
+			_ = NewMatcher(MustNew(c1)).Matches(s2)
+		}
 		if c1 == "" || c2 == "" {
 			return
 		}
@@ -44,6 +47,10 @@ func FuzzKeyExpr(f *testing.F) {
 		}
 		if Includes(c1, c2) && Includes(c2, c1) && c1 != c2 && c1 != "**" && c2 != "**" {
 			t.Fatalf("%q and %q include each other", c1, c2)
+		}
+		m := NewMatcher(MustNew(c1))
+		if m.Intersects(c2) != x || m.Matches(c2) != x || m.Includes(c2) != Includes(c1, c2) {
+			t.Fatalf("Matcher(%q) disagrees on %q", c1, c2)
 		}
 	})
 }

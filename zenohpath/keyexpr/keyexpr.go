@@ -3,7 +3,8 @@ package keyexpr
 import "strings"
 
 // KeyExpr is a valid key expression in canonical form (zenoh-wire.md §11.1). It is a small
-// comparable value: == on two KeyExprs is set equality. The zero value is not a valid key
+// comparable value: == on two KeyExprs is set equality (but for Zenoh's one corner, "**" and
+// "*/**" denote the same non-empty keys). The zero value is not a valid key
 // expression; it reports IsZero and String "". The API mirrors zenoh's KeyExpr (Rust
 // zenoh/src/api/key_expr.rs; zenoh-go NewKeyExpr, NewKeyExprAutocanonized, zenoh-wire.md §15.2).
 type KeyExpr struct {

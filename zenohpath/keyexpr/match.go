@@ -36,7 +36,8 @@ func kindOf(c string) kind {
 // Intersects reports whether some key matches both a and b (zenoh-wire.md §11.2): "a/*"
 // intersects "*/b"; "@x/**" and "**" do not. Answers equal those of Rust's
 // keyexpr::intersects (zenoh-keyexpr intersect/classical.rs) and zenoh-pico's
-// _z_keyexpr_intersects on canonical inputs:
+// z_keyexpr_intersects on canonical inputs, with one exception where we follow Rust: pico
+// reads "$*" inside a verbatim chunk as a wildcard ("@a$*" intersects "@ab" in pico only).
 //
 //   - "**" matches zero or more chunks, "*" exactly one, but neither matches a verbatim '@'
 //     chunk; verbatim chunks intersect only identical chunks.
@@ -45,8 +46,10 @@ func kindOf(c string) kind {
 //     intersect when the pattern matches the literal.
 //
 // a and b should be valid, canonical key expressions (see [ValidateCanonical]); on other input
-// the answer is unspecified, but Intersects never panics. It runs in O(len(a)·chunks(b)) time
-// and does not allocate when b has at most [MaxStackChunks] chunks.
+// the answer is unspecified, but Intersects never panics. Its cost is proportional to
+// len(a)·chunks(b) + chunks(a)·len(b) at worst (never exponential), linear when one side is a
+// concrete key or neither has "**", and it does not allocate when the wildcard side (or b)
+// has at most [MaxStackChunks] chunks.
 func Intersects(a, b string) bool {
 	if a == b {
 		return true
@@ -55,8 +58,15 @@ func Intersects(a, b string) bool {
 	if !wa && !wb {
 		return false // two different concrete keys
 	}
-	if (!wa || !strings.Contains(a, "**")) && (!wb || !strings.Contains(b, "**")) {
+	da, db := wa && strings.Contains(a, "**"), wb && strings.Contains(b, "**")
+	if !da && !db {
 		return intersectsFixed(a, b)
+	}
+	switch {
+	case !wa: // concrete a against pattern b: the common routing case
+		return matchConcreteString(b, a)
+	case !wb:
+		return matchConcreteString(a, b)
 	}
 	var buf chunkBuf
 	return intersectsDP(a, buf.split(b))
@@ -65,7 +75,7 @@ func Intersects(a, b string) bool {
 // Includes reports whether a includes b: every key matched by b is matched by a
 // (zenoh-wire.md §11.3). "a/**" includes "a/b/*"; "a/*" does not include "a/**". Answers equal
 // those of Rust's keyexpr::includes (zenoh-keyexpr include.rs, LTRIncluder) and zenoh-pico's
-// _z_keyexpr_includes on canonical inputs:
+// z_keyexpr_includes on canonical inputs (same exception as [Intersects]):
 //
 //   - a "**" of a absorbs any sequence of b's chunks ("*", "**" and "$*" chunks included) except
 //     verbatim ones; a "**" of b is included only by a "**" of a.
@@ -73,8 +83,10 @@ func Intersects(a, b string) bool {
 //   - a "$*" chunk of a includes a chunk of b when a's pattern matches b's chunk read literally
 //     (so "a$*" includes "ab$*", not "$*b").
 //
-// Like Zenoh, Includes("*/**", "**") is false: "**" is treated as also matching the empty
-// key. a and b should be valid, canonical key expressions; on other input the answer is
+// Because a "**" of b is included only by a "**" of a, Includes answers false for a few pairs
+// whose sets are in fact included, exactly as Zenoh does: Includes("*/**", "**") and
+// Includes("*/**", "**/a"). It is exact when b has no "**", and never answers true wrongly.
+// a and b should be valid, canonical key expressions; on other input the answer is
 // unspecified, but Includes never panics. Same cost and allocation behaviour as [Intersects].
 func Includes(a, b string) bool {
 	if a == b {
@@ -89,6 +101,9 @@ func Includes(a, b string) bool {
 			return false // only a "**" includes a "**"
 		}
 		return includesFixed(a, b)
+	}
+	if strings.IndexByte(b, '*') < 0 {
+		return matchConcreteString(a, b)
 	}
 	var buf chunkBuf
 	return includesDP(a, buf.split(b))

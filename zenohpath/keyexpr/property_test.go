@@ -82,17 +82,17 @@ func allKeys(chunks []string, n int) [][]string {
 	return out
 }
 
-type bits []uint64
+type keySet []uint64
 
-func (b bits) and(o bits) bits {
-	r := make(bits, len(b))
+func (b keySet) and(o keySet) keySet {
+	r := make(keySet, len(b))
 	for i := range b {
 		r[i] = b[i] & o[i]
 	}
 	return r
 }
 
-func (b bits) zero() bool {
+func (b keySet) zero() bool {
 	for _, w := range b {
 		if w != 0 {
 			return false
@@ -101,7 +101,7 @@ func (b bits) zero() bool {
 	return true
 }
 
-func (b bits) subsetOf(o bits) bool {
+func (b keySet) subsetOf(o keySet) bool {
 	for i := range b {
 		if b[i]&^o[i] != 0 {
 			return false
@@ -111,9 +111,9 @@ func (b bits) subsetOf(o bits) bool {
 }
 
 // matchSet returns the set of keys (by index) matched by expression s.
-func matchSet(s string, keys [][]string) bits {
+func matchSet(s string, keys [][]string) keySet {
 	e := strings.Split(s, "/")
-	set := make(bits, (len(keys)+63)/64)
+	set := make(keySet, (len(keys)+63)/64)
 	for i, k := range keys {
 		if bruteMatch(e, k) {
 			set[i/64] |= 1 << (i % 64)
@@ -134,7 +134,7 @@ func TestChunkRelationsExhaustive(t *testing.T) {
 	}
 	pats = append(pats, "*")
 	strs := allStrings([]string{"a", "b", "c"}, 1, 6)
-	sets := make([]bits, len(pats))
+	sets := make([]keySet, len(pats))
 	for i, p := range pats {
 		sets[i] = matchSet(p, splitAll(strs))
 	}
@@ -179,7 +179,7 @@ func TestRelationsExhaustive(t *testing.T) {
 		}
 	}
 	keys := allKeys([]string{"a", "b", "ab", "c", "@a"}, 6)
-	sets := make([]bits, len(exprs))
+	sets := make([]keySet, len(exprs))
 	for i, e := range exprs {
 		sets[i] = matchSet(e, keys)
 	}
@@ -258,7 +258,11 @@ func genInstance(r *rand.Rand, e string) []string {
 func TestPropertiesRandom(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	keys := allKeys([]string{"a", "b", "ab", "ba", "c", "@a"}, 4)
-	for range 3000 {
+	n := 3000
+	if raceEnabled {
+		n = 100
+	}
+	for range n {
 		raw := genExpr(r, 5)
 		require.NoError(t, Validate(raw), raw)
 		a, err := Canonize(raw)

@@ -1,6 +1,9 @@
 package keyexpr
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Validate reports whether s is a syntactically valid key expression (zenoh-wire.md §11.1),
 // canonical or not: non-empty '/'-separated chunks, no '#' or '?', '$' only in "$*", '*' only
@@ -63,9 +66,11 @@ func check(s string, canon bool) (int, error) {
 	chunkStart := 0
 	prevDouble := false // the previous chunk was "**"
 	for chunkStart <= len(s) {
-		end := chunkStart
-		for end < len(s) && s[end] != '/' {
-			end++
+		end := strings.IndexByte(s[chunkStart:], '/')
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += chunkStart
 		}
 		if end == chunkStart {
 			// Empty chunk: point at the '/' that delimits it.
@@ -100,7 +105,12 @@ func check(s string, canon bool) (int, error) {
 // checkChunk checks a chunk that is neither "*" nor "**".
 func checkChunk(c string, canon bool) (int, error) {
 	for j := 0; j < len(c); {
-		switch b := c[j]; b {
+		b := c[j]
+		if b > '/' && b != '?' && b < utf8.RuneSelf {
+			j++ // the common case: no special character is above '/' except '?'
+			continue
+		}
+		switch b {
 		case '#', '?':
 			return j, ErrForbiddenChar
 		case '*':
