@@ -52,6 +52,7 @@ func skipShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("interop: starts real Zenoh processes; skipped in -short mode")
 	}
+	interop.FindPython(t) // skip (or fail in CI) once, up front
 }
 
 // startRouter runs the real Rust Zenoh router on a free loopback port and returns the
@@ -71,6 +72,7 @@ func TestRouterSuiteRust(t *testing.T) {
 // (d) A client connected straight to a peer, no router: pub/sub and get.
 func TestClientToPeerDirect(t *testing.T) {
 	skipShort(t)
+	t.Parallel()
 	peerEP := interop.FreeEndpoint(t)
 	sub := interop.StartReady(t, "sub", "interop/direct/data", "--mode", "peer", "--listen", peerEP,
 		"--count", "1000", "--quiet", "--timeout", interop.Seconds(30*time.Second))

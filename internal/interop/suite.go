@@ -26,14 +26,20 @@ var RouterScenarios = []Scenario{
 	{"put_delete_attachment", PutDeleteAttachment},
 	{"get_queryable", GetQueryable},
 	{"liveliness", Liveliness},
+	{"matching", Matching},
+	{"qos_preserved", QoSPreserved},
 }
 
-// RunRouterSuite runs every scenario of [RouterScenarios] as a subtest, each against a fresh
-// router from start. The same suite runs against the Python (Rust) router in this package's
-// tests and against picobridge's Go router in its own (docs/interop.md).
+// RunRouterSuite runs every scenario of [RouterScenarios] as a parallel subtest, each against
+// a fresh router from start (so start must allow several routers at once, on distinct ports).
+// The same suite runs against the Python (Rust) router in this package's tests and against
+// picobridge's Go router in its own (docs/interop.md).
 func RunRouterSuite(t *testing.T, start RouterFunc) {
 	for _, s := range RouterScenarios {
-		t.Run(s.Name, func(t *testing.T) { s.Run(t, start(t)) })
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel() // mostly waiting for Python processes to start
+			s.Run(t, start(t))
+		})
 	}
 }
 
@@ -209,4 +215,69 @@ func Liveliness(t *testing.T, ep string) {
 
 	empty := StartReady(t, "liveliness-get", "interop/tok/**", "--connect", ep)
 	require.Zero(t, empty.WaitEvent("done", 10*time.Second).Count)
+}
+
+// Matching: a publisher's and a querier's matching status follows subscribers and queryables
+// appearing and disappearing (gracefully or killed). For the router this is the Future part
+// of the interests Rust publishers and queriers send (zenoh-wire.md §12.4, §12.9): Declare
+// when a matching entity appears, Undeclare when the last one goes.
+func Matching(t *testing.T, ep string) {
+	isMatching := func(want bool) func(Event) bool {
+		return func(e Event) bool {
+			var m struct{ Matching bool }
+			return e.Ev == "matching" && e.Decode(&m) == nil && m.Matching == want
+		}
+	}
+	pub := StartReady(t, "matching", "interop/match/data", "--connect", ep)
+	qr := StartReady(t, "matching", "interop/match/q", "--querier", "--connect", ep)
+
+	sub := StartReady(t, "sub", "interop/match/**", "--connect", ep)
+	pub.WaitFor("matching true", 10*time.Second, isMatching(true))
+	sub.Stop() // graceful: the session closes
+	pub.WaitFor("matching false after the subscriber's session closed", 10*time.Second, isMatching(false))
+
+	sub2 := StartReady(t, "sub", "interop/match/data", "--connect", ep)
+	pub.WaitFor("matching true again", 10*time.Second, isMatching(true))
+	sub2.Send("undeclare")
+	sub2.WaitEvent("undeclared", 10*time.Second)
+	pub.WaitFor("matching false after UndeclareSubscriber", 10*time.Second, isMatching(false))
+
+	sub3 := StartReady(t, "sub", "interop/match/data", "--connect", ep)
+	pub.WaitFor("matching true a third time", 10*time.Second, isMatching(true))
+	sub3.Kill()
+	pub.WaitFor("matching false after the subscriber was killed", 10*time.Second, isMatching(false))
+
+	qbl := StartReady(t, "queryable", "interop/match/q", "--connect", ep)
+	qr.WaitFor("querier matching true", 10*time.Second, isMatching(true))
+	qbl.Kill()
+	qr.WaitFor("querier matching false", 10*time.Second, isMatching(false))
+}
+
+// QoSPreserved: priority, express and attachment set by the publisher reach the subscriber
+// through the router (they travel in the PUSH's QoS extension and the PUT's attachment).
+func QoSPreserved(t *testing.T, ep string) {
+	sub := StartReady(t, "sub", "interop/qos/*", "--connect", ep, "--count", "2")
+	for _, a := range [][]string{
+		{"pub", "interop/qos/rt", "--priority", "real_time", "--express", "--attachment", "rt"},
+		{"pub", "interop/qos/bg", "--priority", "background", "--congestion", "drop", "--attachment", "bg"},
+	} {
+		p := Start(t, append(a, "--connect", ep, "--wait-matching")...)
+		p.WaitEvent("sent", 10*time.Second)
+		require.Zero(t, p.Wait(10*time.Second))
+	}
+	type sampleQoS struct {
+		Key      string
+		Express  bool
+		Priority string
+	}
+	got := map[string]sampleQoS{}
+	for range 2 {
+		var s sampleQoS
+		e := sub.WaitEvent("sample", 10*time.Second)
+		require.NoError(t, e.Decode(&s))
+		require.Equal(t, s.Key[len("interop/qos/"):], *e.Attachment)
+		got[s.Key] = s
+	}
+	require.Equal(t, sampleQoS{"interop/qos/rt", true, "real_time"}, got["interop/qos/rt"])
+	require.Equal(t, sampleQoS{"interop/qos/bg", false, "background"}, got["interop/qos/bg"])
 }
