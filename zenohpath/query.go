@@ -149,6 +149,12 @@ func (r *Router) handleResponse(f *face, m *wire.Response) {
 		HasResponderID: m.HasResponderID, ResponderID: m.ResponderID,
 		Body: m.Body,
 	}
+	if rp, ok := m.Body.(*wire.Reply); ok && len(rp.Exts) > 0 {
+		// zenoh-pico rejects every REPLY extension (§10.4, §12.8).
+		clean := *rp
+		clean.Exts = nil
+		out.Body = &clean
+	}
 	origin.send(&out, dataOptions(m.EffectiveQoS()), "response")
 }
 
