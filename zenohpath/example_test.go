@@ -31,6 +31,9 @@ func Example() {
 	pub, _ := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{ep}})
 	defer pub.Close()
 	p, _ := pub.DeclarePublisher("demo/hello", zenohpath.PublisherOptions{Express: true})
+	for !p.HasMatchingSubscribers() { // the subscriber's declaration travels through the router
+		time.Sleep(10 * time.Millisecond)
+	}
 	_ = p.Put([]byte("world"), nil)
 
 	s := <-samples.Samples()
@@ -51,7 +54,11 @@ func ExampleSession_DeclareSubscriber() {
 	})
 	s2, _ := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{ep}})
 	defer s2.Close()
-	_ = s2.Put("sensors/kitchen/temp", []byte("21.5"), nil)
+	p, _ := s2.DeclarePublisher("sensors/kitchen/temp", zenohpath.PublisherOptions{})
+	for !p.HasMatchingSubscribers() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = p.Put([]byte("21.5"), nil)
 	fmt.Println(<-got)
 	// Output: put sensors/kitchen/temp 21.5
 }
@@ -69,6 +76,9 @@ func ExampleSession_Get() {
 
 	cli, _ := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{ep}})
 	defer cli.Close()
+	for !cli.HasMatchingQueryables("calc/add") {
+		time.Sleep(10 * time.Millisecond)
+	}
 	replies, _ := cli.Get("calc/add?a=1;b=2", &zenohpath.GetOptions{Timeout: 2 * time.Second})
 	for rep := range replies {
 		if s, ok := rep.Ok(); ok {
@@ -78,20 +88,20 @@ func ExampleSession_Get() {
 	// Output: calc/add answer to a=1;b=2
 }
 
-// Liveliness: a token, a subscriber that sees it go, and a Get that lists it.
+// Liveliness: a subscriber sees a token appear and go, a Get lists it.
 func ExampleLiveliness() {
 	r, ep := startRouter()
 	defer r.Close()
 	ctx := context.Background()
-	dev, _ := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{ep}})
-	tok, _ := dev.Liveliness().DeclareToken("fleet/robot1")
-
 	mon, _ := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{ep}})
 	defer mon.Close()
 	events := make(chan string, 4)
 	_, _ = mon.Liveliness().DeclareSubscriber("fleet/**", func(s zenohpath.Sample) {
 		events <- s.Kind().String() + " " + s.KeyExpr()
 	}, &zenohpath.LivelinessSubscriberOptions{History: true})
+
+	dev, _ := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{ep}})
+	_, _ = dev.Liveliness().DeclareToken("fleet/robot1")
 	fmt.Println(<-events)
 
 	alive, _ := mon.Liveliness().Get("fleet/**", nil)
@@ -99,9 +109,8 @@ func ExampleLiveliness() {
 		s, _ := rep.Ok()
 		fmt.Println("alive", s.KeyExpr())
 	}
-	_ = tok.Undeclare()
+	_ = dev.Close() // the token goes with its session
 	fmt.Println(<-events)
-	_ = dev.Close()
 	// Output:
 	// put fleet/robot1
 	// alive fleet/robot1

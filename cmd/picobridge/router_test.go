@@ -68,7 +68,12 @@ func TestRouterCommand(t *testing.T) {
 	s2, err := zenohpath.Open(ctx, zenohpath.Config{Connect: eps})
 	require.NoError(t, err)
 	defer s2.Close()
-	require.NoError(t, s2.Put("a/b", []byte("hi"), nil))
+	pub, err := s2.DeclarePublisher("a/b", zenohpath.PublisherOptions{})
+	require.NoError(t, err)
+	for !pub.HasMatchingSubscribers() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, pub.Put([]byte("hi"), nil))
 	select {
 	case smp := <-sub.Samples():
 		require.Equal(t, "hi", string(smp.Payload()))
