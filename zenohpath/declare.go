@@ -135,6 +135,9 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 	}
 	r.nextGID++
 	e := &entity{kind: k, face: f, id: id, gid: r.nextGID, key: key, complete: complete}
+	if k == kindSub {
+		clear(r.subRoutes)
+	}
 	f.ents[k][id] = e
 	r.ents[k][e.gid] = e
 	f.log.Debug("declared", "kind", k, "id", id, "key", key)
@@ -171,6 +174,9 @@ func (r *Router) undeclareEntity(f *face, k kind, id uint32) {
 func (r *Router) removeEntity(e *entity) {
 	delete(e.face.ents[e.kind], e.id)
 	delete(r.ents[e.kind], e.gid)
+	if e.kind == kindSub {
+		clear(r.subRoutes)
+	}
 	for _, g := range r.sortedFaces() {
 		if g == e.face || g.closed {
 			continue

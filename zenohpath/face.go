@@ -60,9 +60,8 @@ type face struct {
 	congested atomic.Bool
 
 	closed     bool
-	remoteKeys map[uint16]string // key ids the peer declared (resolve M=1 from it)
-	localKeys  map[uint16]string // key ids we declared to the peer (resolve M=0 from it)
-	nextKeyID  uint16
+	remoteKeys map[uint16]string            // key ids the peer declared (resolve M=1 from it)
+	localKeys  map[uint16]string            // key ids we declared to the peer (resolve M=0 from it)
 	ents       [numKinds]map[uint32]*entity // by the peer's entity id
 	interests  map[uint32]*interest         // interests the peer sent us (Future part)
 	sent       [numKinds]map[uint32]bool    // gids declared to this face

@@ -12,6 +12,9 @@ import (
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
+// maxRouteCache bounds the PUSH route cache (entries, one per distinct key).
+const maxRouteCache = 4096
+
 // DefaultQueryTimeout bounds a routed query whose REQUEST carries no Timeout
 // ext (zenoh-pico Z_GET_TIMEOUT_DEFAULT and Rust's default: 10 s, §14.2).
 const DefaultQueryTimeout = 10 * time.Second
@@ -57,6 +60,10 @@ type Router struct {
 	nextFace uint64
 	ents     [numKinds]map[uint32]*entity // by gid
 	nextGID  uint32
+	// subRoutes caches, per PUSH key, the faces with an intersecting
+	// subscriber (all faces; the sender is skipped when routing). Cleared on
+	// every subscriber change; bounded by maxRouteCache entries.
+	subRoutes map[string][]*face
 
 	wg        sync.WaitGroup // goroutines owned by the router (listeners, dialers)
 	closers   []func()       // run by Close (listeners, upstream sessions)
@@ -84,6 +91,7 @@ func NewRouter(cfg RouterConfig) *Router {
 		dialWhatAmI:  cfg.DialAs,
 		tcfg:         cfg.Transport,
 		faces:        map[uint64]*face{},
+		subRoutes:    map[string][]*face{},
 		done:         make(chan struct{}),
 	}
 	if r.dialWhatAmI == wire.WhatAmIRouter {
@@ -278,9 +286,16 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 		f.log.Debug("push: unresolved key", "wire_expr", m.WireExpr.String())
 		return
 	}
-	targets := r.matchingFaces(kindSub, key, f, nil)
+	targets := r.subRoutes[key]
+	if targets == nil {
+		targets = r.matchingFaces(kindSub, key, nil, nil)
+		if len(r.subRoutes) >= maxRouteCache {
+			clear(r.subRoutes)
+		}
+		r.subRoutes[key] = targets
+	}
 	r.mu.Unlock()
-	if len(targets) == 0 {
+	if len(targets) == 0 || len(targets) == 1 && targets[0] == f {
 		r.metrics.droppedInc(dropNoRoute)
 		return
 	}
@@ -288,7 +303,9 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 	o := dataOptions(m.EffectiveQoS())
 	o.Reliable = reliable
 	for _, t := range targets {
-		t.send(&out, o, "push")
+		if t != f {
+			t.send(&out, o, "push")
+		}
 	}
 }
 
@@ -303,7 +320,7 @@ func routedExt(x wire.NetExt) wire.NetExt {
 // k whose key intersects key (each once). pred, if set, filters entities.
 // Caller holds r.mu.
 func (r *Router) matchingFaces(k kind, key string, from *face, pred func(*entity) bool) []*face {
-	var out []*face
+	out := []*face{} // non-nil: an empty result is cached too
 	for _, g := range r.faces {
 		if g == from || g.closed {
 			continue
