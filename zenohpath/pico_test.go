@@ -2,6 +2,7 @@ package zenohpath_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -203,6 +204,7 @@ var picoScenarios = []struct {
 	{"z_get_liveliness", picoGetLiveliness},
 	{"z_ping_z_pong", picoPingPong},
 	{"python_put_z_sub", picoSubFromPython},
+	{"udp_z_sub_z_pub", picoUDP},
 }
 
 // z_sub (aggregated nothing: a plain subscriber) receives Go publications.
@@ -376,4 +378,27 @@ func picoSubFromPython(t *testing.T, dir, ep string) {
 	pub.WaitEvent("sent", 10*time.Second)
 	sub.waitLine("'demo/example/py'", 10*time.Second)
 	require.Zero(t, sub.wait(10*time.Second))
+}
+
+// z_sub over UDP unicast and z_pub over TCP on the same router (-l udp/… -l tcp/…).
+func picoUDP(t *testing.T, dir, _ string) {
+	r := zenohpath.NewRouter(zenohpath.RouterConfig{})
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	port := interop.FreePort(t)
+	_, err := r.Listen(context.Background(), fmt.Sprintf("udp/127.0.0.1:%d", port))
+	require.NoError(t, err)
+	tcp, err := r.Listen(context.Background(), "tcp/127.0.0.1:0")
+	require.NoError(t, err)
+	sub := startPico(t, dir, "z_sub", fmt.Sprintf("udp/127.0.0.1:%d", port), "-k", "demo/example/**", "-n", "2")
+	sub.waitLine("Press CTRL-C", 10*time.Second)
+	s := openClient(t, tcp.Endpoint())
+	p, err := s.DeclarePublisher("demo/example/udp", zenohpath.PublisherOptions{})
+	require.NoError(t, err)
+	eventually(t, "pico UDP subscriber", 10*time.Second, p.HasMatchingSubscribers)
+	pub := startPico(t, dir, "z_pub", tcp.Endpoint(), "-k", "demo/example/pico-tcp", "-n", "1")
+	require.NoError(t, p.Put([]byte("over udp"), nil))
+	sub.waitLine("('demo/example/udp': 'over udp')", 10*time.Second)
+	sub.waitLine("('demo/example/pico-tcp'", 10*time.Second)
+	require.Zero(t, sub.wait(10*time.Second))
+	require.Zero(t, pub.wait(10*time.Second))
 }
