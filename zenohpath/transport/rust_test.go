@@ -1,0 +1,106 @@
+package transport
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+// These tests run the real Rust Zenoh (eclipse-zenoh 1.10.2 via Python,
+// internal/interop). They skip with a hint when Python Zenoh is missing
+// (and fail in CI).
+
+// TestRustRouterDial: our Dial (client role) opens a session with a Rust
+// router, keeps it alive with a 1 s lease for several seconds, publishes
+// to a Rust subscriber and receives a PUSH the router forwards after our
+// DeclareSubscriber.
+func TestRustRouterDial(t *testing.T) {
+	interop.FindPython(t)
+	ep := interop.FreeEndpoint(t)
+	interop.StartReady(t, "router", "--listen", ep)
+	sub := interop.StartReady(t, "sub", "demo/rust/**", "--connect", ep)
+
+	cfg := testConfig()
+	cfg.WhatAmI = wire.WhatAmIClient
+	cfg.Lease = time.Second // Rust expires us after 1 s of silence: keep-alives every 250 ms
+	rec := newRecorder()
+	s, err := Dial(context.Background(), ep, cfg, rec)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(ReasonShutdown); <-s.Done() })
+	require.Equal(t, wire.WhatAmIRouter, s.PeerWhatAmI())
+	require.LessOrEqual(t, s.BatchSize(), 65535)
+	t.Logf("negotiated batch with the Rust router: %d", s.BatchSize())
+	require.EqualValues(t, 1, s.Patch())
+
+	// Declare a subscriber so the router pushes to us.
+	require.NoError(t, s.Send(&wire.Declare{Body: &wire.DeclareSubscriber{ID: 1, WireExpr: wire.WireExpr{Suffix: "demo/go/**"}}},
+		SendOptions{Reliable: true}))
+
+	// Publish to the Rust subscriber.
+	require.NoError(t, s.Send(push("demo/rust/a", []byte("from go")), SendOptions{Reliable: true}))
+	ev := sub.WaitEvent("sample", interop.Scale(10*time.Second))
+	require.Contains(t, ev.String(), `"key":"demo/rust/a"`)
+
+	// A Rust client publishes to our subscription, through the router.
+	time.Sleep(200 * time.Millisecond)
+	interop.StartReady(t, "put", "demo/go/b", "--connect", ep, "--payload", "from rust")
+	deadline := time.After(interop.Scale(10 * time.Second))
+	for got := false; !got; {
+		select {
+		case m := <-rec.msgs:
+			if m.id == wire.IDPush && m.key == "demo/go/b" {
+				require.Equal(t, "from rust", string(m.payload))
+				got = true
+			}
+		case <-deadline:
+			t.Fatal("no PUSH forwarded by the Rust router")
+		}
+	}
+
+	// Stay open for 4 lease periods: nobody may close.
+	select {
+	case err := <-rec.closed:
+		t.Fatalf("session closed: %v", err)
+	case <-time.After(4 * time.Second):
+	}
+	st := s.Stats()
+	require.GreaterOrEqual(t, st.KeepAlivesTx, uint64(8), "keep-alive every lease/4")
+	require.GreaterOrEqual(t, st.KeepAlivesRx, uint64(1), "Rust sends KEEP_ALIVE every 2.5 s")
+	require.Empty(t, st.Dropped)
+}
+
+// TestRustClientListen: a Rust client connects to our Listener (router
+// role); the handshake completes and its PUT arrives.
+func TestRustClientListen(t *testing.T) {
+	interop.FindPython(t)
+	cfg := testConfig()
+	ln, acc, rec := startListener(t, cfg)
+	interop.StartReady(t, "put", "demo/x", "--connect", ln.Endpoint(), "--payload", "hello from rust", "--linger", "3")
+	var s *Session
+	select {
+	case s = <-acc:
+	case <-time.After(interop.Scale(10 * time.Second)):
+		t.Fatal("no session")
+	}
+	require.Equal(t, wire.WhatAmIClient, s.PeerWhatAmI())
+	deadline := time.After(interop.Scale(10 * time.Second))
+	for got := false; !got; {
+		select {
+		case m := <-rec.msgs:
+			if m.id == wire.IDPush {
+				require.Equal(t, "demo/x", m.key)
+				require.Equal(t, "hello from rust", string(m.payload))
+				got = true
+			}
+		case <-deadline:
+			t.Fatal("no PUSH from the Rust client")
+		}
+	}
+	ce := rec.waitClose(t, interop.Scale(15*time.Second))
+	require.Contains(t, []CloseReason{ReasonRemoteClose, ReasonEOF}, ce.Reason, "Rust closes on exit")
+}
