@@ -1,6 +1,8 @@
 package fastddspeer
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,12 +34,13 @@ func TestBuildAndLoopback(t *testing.T) {
 	}
 	bin, err := Build(t.TempDir())
 	require.NoError(t, err)
-	sub, err := Start(bin, "--sub", "rt/peertest", "--count", "3", "--domain", "211", "--timeout", "20")
+	dom := strconv.Itoa(20 + rand.IntN(200)) // concurrent test packages rarely share it
+	sub, err := Start(bin, "--sub", "rt/peertest", "--count", "3", "--domain", dom, "--timeout", "20")
 	require.NoError(t, err)
 	defer sub.Kill()
 	_, err = sub.WaitLine("ready", 10*time.Second)
 	require.NoError(t, err)
-	pub, err := Start(bin, "--pub", "rt/peertest", "--count", "3", "--size", "100", "--domain", "211",
+	pub, err := Start(bin, "--pub", "rt/peertest", "--count", "3", "--size", "100", "--domain", dom,
 		"--ts-ns", "1700000000000000007", "--ts-step-ns", "1000", "--timeout", "20")
 	require.NoError(t, err)
 	defer pub.Kill()
