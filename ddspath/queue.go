@@ -1,3 +1,5 @@
+//go:build cgo && cyclonedds
+
 package ddspath
 
 import (

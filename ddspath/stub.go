@@ -32,6 +32,9 @@ func (p *Participant) NewWriter(topic, typeName string, q QoS) (*Writer, error) 
 
 // NewReader returns ErrUnavailable.
 func (p *Participant) NewReader(topic, typeName string, q QoS, opts ...ReaderOption) (*Reader, error) {
+	if _, err := buildReaderOptions(opts); err != nil {
+		return nil, err
+	}
 	return nil, ErrUnavailable
 }
 
@@ -61,5 +64,3 @@ func (r *Reader) Stats() ReaderStats                     { return ReaderStats{} 
 func (r *Reader) Matched() int                           { return 0 }
 func (r *Reader) WriterGUID(handle uint64) (GUID, error) { return GUID{}, ErrUnavailable }
 func (r *Reader) Close() error                           { return nil }
-
-func liveSerdata() int64 { return 0 }

@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/picobridge/picobridge/ddspath"
@@ -385,7 +384,7 @@ func peerSent(pub *fastddspeer.Peer) (int, error) {
 		return 0, err
 	}
 	if failed > 0 {
-		return sent, fmt.Errorf("Fast DDS peer: %d writes failed", failed)
+		return sent, fmt.Errorf("fast DDS peer: %d writes failed", failed)
 	}
 	return sent, nil
 }
@@ -459,7 +458,6 @@ func processSummary(sub *fastddspeer.Peer) (fastddspeer.Summary, error) {
 // collector drains a reader in its own goroutine and computes a summary.
 type collector struct {
 	done chan struct{}
-	mu   sync.Mutex
 	sum  fastddspeer.Summary
 	stop chan struct{}
 }
