@@ -179,7 +179,7 @@ func Markdown(rs []Result) string {
 	b.WriteString("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rs {
 		if r.Err != nil {
-			fmt.Fprintf(&b, "| %s | %d B | %s | %d | %d | error: %v | | | | |\n", r.Pair, r.Size, rateString(r.Rate),
+			fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | error: %v | | | | |\n", r.Pair, sizeString(r.Size), rateString(r.Rate),
 				r.Sent, r.Received, strings.ReplaceAll(r.Err.Error(), "\n", " "))
 			continue
 		}
