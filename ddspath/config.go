@@ -27,9 +27,19 @@ type Config struct {
 	// MaxAutoParticipantIndex bounds the participant indices (and so the
 	// unicast ports 7410+2i) probed on each peer; default 20.
 	MaxAutoParticipantIndex int
-	// WhcHigh is Cyclone's writer-history high watermark in bytes for KEEP_ALL
-	// writers (Internal/Watermarks/WhcHigh); 0 keeps Cyclone's 500 kB.
+	// WhcHigh is Cyclone's writer-history high watermark in bytes for
+	// RELIABLE KEEP_ALL writers (Internal/Watermarks/WhcHigh and WhcHighInit,
+	// adaptation off). 0 keeps Cyclone's defaults: start at 30 kB, adapt up
+	// to 500 kB — which makes every sample above 30 kB wait for an ACK before
+	// the next write (measured: 64 KB samples to Fast DDS at ~300/s instead
+	// of ~5000/s with 4 MB; docs/dds.md).
 	WhcHigh int
+	// SocketReceiveBuffer is the UDP receive buffer size Cyclone requests
+	// (Internal/SocketReceiveBufferSize max, capped by net.core.rmem_max);
+	// default DefaultSocketReceiveBuffer. Small buffers drop fragments of
+	// large samples, which reliable writers only repair at their next
+	// heartbeat (Fast DDS: 3 s).
+	SocketReceiveBuffer int
 	// TraceFile and TraceVerbosity enable Cyclone tracing (e.g. "finest").
 	TraceFile      string
 	TraceVerbosity string
@@ -41,6 +51,10 @@ type Config struct {
 // DefaultMaxAutoParticipantIndex bounds the participant index range probed on
 // unicast peers. Cyclone's own default is 9; tests run more participants.
 const DefaultMaxAutoParticipantIndex = 20
+
+// DefaultSocketReceiveBuffer is the default Config.SocketReceiveBuffer: 4 MiB
+// (Debian's net.core.rmem_max here; rmem_default is only 208 KiB).
+const DefaultSocketReceiveBuffer = 4 << 20
 
 // XML returns the Cyclone DDS configuration Open passes to dds_create_domain.
 func (c Config) XML() string {
@@ -79,9 +93,16 @@ func (c Config) XML() string {
 		b.WriteString(`</Peers>`)
 	}
 	b.WriteString(`</Discovery>`)
-	if c.WhcHigh > 0 {
-		fmt.Fprintf(&b, `<Internal><Watermarks><WhcHigh>%dB</WhcHigh></Watermarks></Internal>`, c.WhcHigh)
+	rcvbuf := c.SocketReceiveBuffer
+	if rcvbuf <= 0 {
+		rcvbuf = DefaultSocketReceiveBuffer
 	}
+	fmt.Fprintf(&b, `<Internal><SocketReceiveBufferSize max="%dB"/>`, rcvbuf)
+	if c.WhcHigh > 0 {
+		fmt.Fprintf(&b, `<Watermarks><WhcHigh>%dB</WhcHigh><WhcHighInit>%dB</WhcHighInit><WhcAdaptive>false</WhcAdaptive></Watermarks>`,
+			c.WhcHigh, c.WhcHigh)
+	}
+	b.WriteString(`</Internal>`)
 	if c.TraceFile != "" {
 		v := c.TraceVerbosity
 		if v == "" {

@@ -62,7 +62,8 @@ func TestConfigXML(t *testing.T) {
 	x = Config{Interface: "eth0", Multicast: true, Peers: []string{"10.0.0.2", "a&b"}, WhcHigh: 1 << 20, TraceFile: "/tmp/t.log"}.XML()
 	require.Contains(t, x, `<NetworkInterface name="eth0" multicast="true"/>`)
 	require.Contains(t, x, `<Peer address="a&amp;b"/>`)
-	require.Contains(t, x, `<WhcHigh>1048576B</WhcHigh>`)
+	require.Contains(t, x, `<WhcHigh>1048576B</WhcHigh><WhcHighInit>1048576B</WhcHighInit>`)
+	require.Contains(t, x, `<SocketReceiveBufferSize max="4194304B"/>`)
 	require.Contains(t, x, `<OutputFile>/tmp/t.log</OutputFile>`)
 	require.Equal(t, "<x/>", Config{CycloneXML: "<x/>"}.XML())
 }

@@ -65,6 +65,8 @@ func ParsePairs(s string) ([]Pair, error) {
 // Config is one benchmark run.
 type Config struct {
 	DomainID uint32
+	// Cyclone is the ddspath configuration (its DomainID is overridden).
+	Cyclone ddspath.Config
 	// PeerBinary is the fastddspeer executable; empty: built into a temp dir.
 	PeerBinary string
 	// Self is an executable that runs RunSubscriberMain when called with
@@ -132,7 +134,8 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 			return nil, err
 		}
 	}
-	pp, err := ddspath.Open(ddspath.Config{DomainID: cfg.DomainID})
+	cfg.Cyclone.DomainID = cfg.DomainID
+	pp, err := ddspath.Open(cfg.Cyclone)
 	if err != nil {
 		return nil, err
 	}
@@ -314,7 +317,7 @@ func waitMatched(what string, f func() int, d time.Duration) error {
 
 func (b *bench) cycloneToInProcess() (fastddspeer.Summary, int, error) {
 	// A second participant in the same process: Cyclone delivers locally.
-	sub, err := ddspath.Open(ddspath.Config{DomainID: b.cfg.DomainID})
+	sub, err := ddspath.Open(b.cfg.Cyclone)
 	if err != nil {
 		return fastddspeer.Summary{}, 0, err
 	}
