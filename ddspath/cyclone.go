@@ -94,12 +94,16 @@ func Open(cfg Config) (*Participant, error) {
 		}
 		return nil, ddsErr("dds_create_participant", pp)
 	}
-	d.refs++
 	p := &Participant{cfg: cfg, pp: pp, topics: map[[2]string]C.dds_entity_t{}, owned: map[closer]struct{}{}}
 	if rc := C.dds_get_instance_handle(pp, &p.ih); rc < 0 {
-		_ = p.Close()
+		C.dds_delete(pp)
+		if d.refs == 0 {
+			C.dds_delete(d.handle)
+			delete(domains.m, cfg.DomainID)
+		}
 		return nil, ddsErr("dds_get_instance_handle", rc)
 	}
+	d.refs++
 	return p, nil
 }
 

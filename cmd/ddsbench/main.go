@@ -23,6 +23,7 @@ func main() {
 	countRate := flag.Int("count-rate", 2000, "samples per 1 kHz run")
 	countFull := flag.Int("count-full", 5000, "samples per full-rate run")
 	quiet := flag.Bool("q", false, "no progress lines on stderr")
+	hb := flag.Duration("peer-heartbeat", 0, "Fast DDS publisher heartbeat period (0: Fast DDS default 3s)")
 	whc := flag.Int("whc-high", 0, "ddspath Config.WhcHigh in bytes (0: Cyclone's 30 kB initial / 500 kB adaptive)")
 	pairs := flag.String("pairs", "", "comma-separated pair numbers to run (1-5, default all): "+ddsbench.PairList())
 	flag.Parse()
@@ -42,6 +43,7 @@ func main() {
 	cfg := ddsbench.Config{DomainID: uint32(*domain), PeerBinary: *peer, Self: self,
 		CountRate: *countRate, CountFull: *countFull, Log: os.Stderr}
 	cfg.Cyclone.WhcHigh = *whc
+	cfg.PeerHeartbeat = *hb
 	if cfg.Pairs, err = ddsbench.ParsePairs(*pairs); err != nil {
 		fmt.Fprintln(os.Stderr, "ddsbench:", err)
 		os.Exit(2)

@@ -77,7 +77,10 @@ type Config struct {
 	CountRate int       // samples per paced run (default 2000)
 	CountFull int       // samples per full-rate run (default 5000)
 	Pairs     []Pair    // default AllPairs
-	Log       io.Writer // progress lines (default io.Discard)
+	// PeerHeartbeat is the Fast DDS publisher's heartbeat period (0: Fast
+	// DDS default, 3 s); it bounds how fast lost fragments are repaired.
+	PeerHeartbeat time.Duration
+	Log           io.Writer // progress lines (default io.Discard)
 }
 
 // Result is one row of the table.
@@ -363,6 +366,9 @@ func (b *bench) fastToInProcess() (fastddspeer.Summary, int, error) {
 
 func (b *bench) startPeerPub() (*fastddspeer.Peer, error) {
 	args := append(b.peerArgs("pub"), "--size", strconv.Itoa(b.size), "--go-on-stdin", "--linger", "30")
+	if b.cfg.PeerHeartbeat > 0 {
+		args = append(args, "--heartbeat-ms", strconv.FormatInt(b.cfg.PeerHeartbeat.Milliseconds(), 10))
+	}
 	if b.rate > 0 {
 		args = append(args, "--rate", strconv.FormatFloat(b.rate, 'g', -1, 64))
 	}

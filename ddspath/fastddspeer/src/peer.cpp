@@ -118,6 +118,7 @@ struct Options
     int wait_match = 1;     // pub: matched readers required before sending
     bool go_stdin = false;  // pub: after matching, wait for a line on stdin
     double linger = 2;      // pub: max seconds to wait for acks before exit
+    int heartbeat_ms = 0;   // pub: reliable heartbeat period (0 = Fast DDS default, 3 s)
     std::string iface = "127.0.0.1";
     std::vector<std::string> peers{"127.0.0.1"};
     int max_peer_index = 20;
@@ -132,7 +133,7 @@ static void usage()
         "        --max-peer-index N (20)\n"
         "sub:    --hex (print payload hex)  --quiet (summary only)\n"
         "pub:    --size BYTES | --payload-file F   --rate HZ (0=max)  --ts-ns NS  --ts-step-ns NS\n"
-        "        --wait-match N (1)  --go-on-stdin  --linger SEC (2)\n");
+        "        --wait-match N (1)  --go-on-stdin  --linger SEC (2)  --heartbeat-ms MS (Fast DDS default 3000)\n");
 }
 
 static bool parse(int argc, char** argv, Options& o)
@@ -167,6 +168,7 @@ static bool parse(int argc, char** argv, Options& o)
         else if (a == "--wait-match") o.wait_match = std::stoi(next("--wait-match"));
         else if (a == "--go-on-stdin") o.go_stdin = true;
         else if (a == "--linger") o.linger = std::stod(next("--linger"));
+        else if (a == "--heartbeat-ms") o.heartbeat_ms = std::stoi(next("--heartbeat-ms"));
         else if (a == "--interface") o.iface = next("--interface");
         else if (a == "--peer") { if (!peers_set) o.peers.clear(); peers_set = true; o.peers.push_back(next("--peer")); }
         else if (a == "--max-peer-index") o.max_peer_index = std::stoi(next("--max-peer-index"));
@@ -368,6 +370,9 @@ static int run_pub(const Options& o, DomainParticipant* pp, Topic* topic)
     endpoint_qos(o, wq);
     wq.reliability().max_blocking_time = eprosima::fastrtps::Duration_t(5, 0);
     wq.publish_mode().kind = SYNCHRONOUS_PUBLISH_MODE;
+    if (o.heartbeat_ms > 0)
+        wq.reliable_writer_qos().times.heartbeatPeriod =
+                eprosima::fastrtps::Duration_t(o.heartbeat_ms / 1000, uint32_t(o.heartbeat_ms % 1000) * 1000000u);
     PubListener l;
     DataWriter* wr = pub->create_datawriter(topic, wq, &l);
     if (wr == nullptr) { std::fprintf(stderr, "fastddspeer: create_datawriter failed\n"); return 1; }
