@@ -27,7 +27,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if peerDir != "" {
+		_ = os.RemoveAll(peerDir)
+	}
+	os.Exit(code)
 }
 
 func runEcho() error {

@@ -21,6 +21,7 @@ var (
 	peerOnce sync.Once
 	peerBin  string
 	peerErr  error
+	peerDir  string // removed by TestMain
 )
 
 // fastDDSPeer builds the Fast DDS peer once per test process (or uses
@@ -31,12 +32,11 @@ func fastDDSPeer(t *testing.T) string {
 		t.Skipf("skipping Fast DDS interop: %v", err)
 	}
 	peerOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "ddspath-fastddspeer-")
-		if err != nil {
-			peerErr = err
+		peerDir, peerErr = os.MkdirTemp("", "ddspath-fastddspeer-")
+		if peerErr != nil {
 			return
 		}
-		peerBin, peerErr = fastddspeer.Build(dir)
+		peerBin, peerErr = fastddspeer.Build(peerDir)
 	})
 	require.NoError(t, peerErr)
 	return peerBin
