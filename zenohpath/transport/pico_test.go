@@ -99,24 +99,6 @@ func acceptOne(t *testing.T, acc chan *Session) *Session {
 	return nil
 }
 
-// waitPush waits for a PUSH and returns it.
-func waitPush(t *testing.T, rec *recorder, timeout time.Duration) rxMsg {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case m := <-rec.msgs:
-			if m.id == wire.IDPush {
-				return m
-			}
-		case err := <-rec.closed:
-			t.Fatalf("session closed before a PUSH: %v", err)
-		case <-deadline:
-			t.Fatal("no PUSH from pico")
-		}
-	}
-}
-
 // waitDeclare waits for a DECLARE (pico's DeclareSubscriber follows its
 // DeclareKeyExpr) and returns once the subscriber is declared.
 func waitDeclSub(t *testing.T, s *Session, rec *recorder) {

@@ -240,4 +240,3 @@ func (w *writer) writeDeadline(b []byte, deadline time.Time) {
 	w.s.stats.txBatches.Add(1)
 	w.s.m.tx(n)
 }
-
