@@ -157,3 +157,32 @@ func TestRustFragmentsBothWays(t *testing.T) {
 		}
 	}
 }
+
+// TestRustRouterUDP: our Dial over udp/ to a Rust router listening on UDP;
+// a Rust subscriber (on TCP) receives what we publish, including a message
+// fragmented to the UDP batch size.
+func TestRustRouterUDP(t *testing.T) {
+	interop.FindPython(t)
+	tcpEP := interop.FreeEndpoint(t)
+	udpEP := "udp/127.0.0.1:" + tcpEP[len("tcp/127.0.0.1:"):]
+	interop.StartReady(t, "router", "--listen", tcpEP, "--listen", udpEP)
+	sub := interop.StartReady(t, "sub", "demo/udp/**", "--connect", tcpEP)
+
+	cfg := testConfig()
+	cfg.WhatAmI = wire.WhatAmIClient
+	s, err := Dial(context.Background(), udpEP, cfg, newRecorder())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(ReasonShutdown); <-s.Done() })
+	t.Logf("UDP batch with the Rust router: %d", s.BatchSize())
+	require.NoError(t, s.Send(push("demo/udp/a", []byte("over udp")), SendOptions{Reliable: true}))
+	require.NoError(t, s.Send(push("demo/udp/b", make([]byte, 20000)), SendOptions{Reliable: true}))
+	var sample struct {
+		Key        string `json:"key"`
+		PayloadLen int    `json:"payload_len"`
+	}
+	require.NoError(t, sub.WaitEvent("sample", interop.Scale(10*time.Second)).Decode(&sample))
+	require.Equal(t, "demo/udp/a", sample.Key)
+	require.NoError(t, sub.WaitEvent("sample", interop.Scale(10*time.Second)).Decode(&sample))
+	require.Equal(t, "demo/udp/b", sample.Key)
+	require.Equal(t, 20000, sample.PayloadLen)
+}
