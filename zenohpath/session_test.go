@@ -2,6 +2,7 @@ package zenohpath
 
 import (
 	"context"
+	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
@@ -317,4 +318,21 @@ func TestSessionLocal(t *testing.T) {
 	smp := recv(t, events)
 	require.Equal(t, SampleKindDelete, smp.Kind())
 	require.NoError(t, tok.Undeclare()) // twice: no-op
+}
+
+func TestStatus(t *testing.T) {
+	r, _ := newTestRouter(t)
+	s := openInProcess(t, r)
+	_, err := s.DeclareSubscriber("a/**", func(Sample) {})
+	require.NoError(t, err)
+	_, err = s.Liveliness().DeclareToken("t/1")
+	require.NoError(t, err)
+	st := r.Status()
+	require.Equal(t, r.ZID().String(), st.ZID)
+	require.Len(t, st.Faces, 1)
+	require.Equal(t, 1, st.Subscribers)
+	require.Equal(t, 1, st.Tokens)
+	rec := httptest.NewRecorder()
+	r.HandleStatus(rec, httptest.NewRequest("GET", StatusPath, nil))
+	require.Contains(t, rec.Body.String(), `"subscribers": 1`)
 }
