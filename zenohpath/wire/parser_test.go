@@ -142,3 +142,22 @@ func BenchmarkReassemble(b *testing.B) {
 		}
 	}
 }
+
+func TestClone(t *testing.T) {
+	batch := framePush(1, WireExpr{Suffix: "a/b"}, []byte("payload"))
+	var p Parser
+	m, _, err := p.Transport(batch)
+	require.NoError(t, err)
+	n, _, err := p.Network(m.(*Frame).Payload)
+	require.NoError(t, err)
+	c, err := CloneNetwork(n)
+	require.NoError(t, err)
+	ct, err := CloneTransport(m)
+	require.NoError(t, err)
+	for i := range batch {
+		batch[i] = 0xee // the batch buffer is reused
+	}
+	require.Equal(t, []byte("payload"), c.(*Push).Body.(*Put).Payload)
+	require.Equal(t, "a/b", c.(*Push).WireExpr.Suffix)
+	require.Equal(t, uint64(1), ct.(*Frame).SN)
+}
