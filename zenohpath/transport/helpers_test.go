@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -131,10 +130,9 @@ func pairWith(t *testing.T, proto string, lcfg, dcfg Config, crec, srec *recorde
 
 // rawPeer drives one side of a link by hand: batches in, batches out.
 type rawPeer struct {
-	t      testing.TB
-	c      net.Conn
-	sr     *streamReader
-	parser wire.Parser
+	t  testing.TB
+	c  net.Conn
+	sr *streamReader
 }
 
 func newRawPeer(t testing.TB, c net.Conn) *rawPeer {
@@ -169,8 +167,6 @@ func (p *rawPeer) recvMsg(timeout time.Duration) wire.TransportMessage {
 	require.Equal(p.t, len(b), n, "one message per batch: %x", b)
 	return m
 }
-
-func hexs(b []byte) string { return fmt.Sprintf("%x", b) }
 
 type syncWriter struct {
 	mu sync.Mutex

@@ -29,20 +29,22 @@ func picoExamples(t *testing.T) string {
 	return d
 }
 
-// picoExamples2048 returns a folder of a zenoh-pico build with
-// Z_BATCH_UNICAST_SIZE=2048: ZENOH_PICO_EXAMPLES_2048, or
-// ZENOH_PICO_EXAMPLES when that build is a 2048 one (its InitSyn has S).
-func picoExamples2048(t *testing.T) string {
+var picoBatchCache sync.Map // dir → int
+
+// picoBatch returns the unicast batch size the zenoh-pico build in dir
+// proposes (2048 for the cmake defaults, 65535 for the GNUmakefile build),
+// found by opening one session with z_info.
+func picoBatch(t *testing.T, dir string) int {
 	t.Helper()
-	if d := os.Getenv("ZENOH_PICO_EXAMPLES_2048"); d != "" {
-		return d
+	if v, ok := picoBatchCache.Load(dir); ok {
+		return v.(int)
 	}
-	d := picoExamples(t)
-	if strings.Contains(d, "2048") {
-		return d
-	}
-	t.Skip("SKIP: set ZENOH_PICO_EXAMPLES_2048=<zenoh-pico cmake-default build>/examples for the batch-2048 tests")
-	return ""
+	ln, acc, _ := startListener(t, testConfig())
+	startPico(t, dir, "z_info", "-m", "client", "-e", ln.Endpoint())
+	b := acceptOne(t, acc).BatchSize()
+	picoBatchCache.Store(dir, b)
+	t.Logf("zenoh-pico build in %s: batch %d", dir, b)
+	return b
 }
 
 type picoProc struct {
@@ -95,24 +97,6 @@ func acceptOne(t *testing.T, acc chan *Session) *Session {
 		t.Fatal("pico did not open a session")
 	}
 	return nil
-}
-
-// waitPush waits for a PUSH and returns it.
-func waitPush(t *testing.T, rec *recorder, timeout time.Duration) rxMsg {
-	t.Helper()
-	deadline := time.After(timeout)
-	for {
-		select {
-		case m := <-rec.msgs:
-			if m.id == wire.IDPush {
-				return m
-			}
-		case err := <-rec.closed:
-			t.Fatalf("session closed before a PUSH: %v", err)
-		case <-deadline:
-			t.Fatal("no PUSH from pico")
-		}
-	}
 }
 
 // waitDeclare waits for a DECLARE (pico's DeclareSubscriber follows its
@@ -175,29 +159,39 @@ func TestPicoPut(t *testing.T) {
 	require.Equal(t, "hello", string(m.payload))
 }
 
-// TestPicoFragmentedPut: a 2048-batch pico sends a 6000-byte PUT as
+// TestPicoFragmentedPut: pico sends a PUT larger than its batch (6000 B at
+// batch 2048, 100 kB at 65535) as
 // FRAGMENTs (R=0 with reliable SNs, First marker); we reassemble it.
 func TestPicoFragmentedPut(t *testing.T) {
-	dir := picoExamples2048(t)
+	dir := picoExamples(t)
+	batch := picoBatch(t, dir)
+	size := 6000 // batch 2048 build
+	if batch > 2048 {
+		size = 100000 // 65535 build (Z_FRAG_MAX_SIZE 300000); a command-line argument stays < 128 KiB
+	}
 	ln, acc, rec := startListener(t, testConfig())
-	payload := strings.Repeat("a", 6000)
+	payload := strings.Repeat("a", size)
 	s, m := picoPut(t, dir, ln, acc, rec, "-k", "demo/big", "-v", payload)
-	require.Equal(t, 2048, s.BatchSize())
+	require.Equal(t, batch, s.BatchSize())
 	require.Equal(t, payload, string(m.payload))
 	require.Empty(t, s.Stats().Dropped)
-	require.GreaterOrEqual(t, s.Stats().RxBatches, uint64(4), "InitSyn..., 3+ fragments")
+	require.GreaterOrEqual(t, s.Stats().RxBatches, uint64(size/batch+1), "fragments")
 }
 
-// TestPicoReceivesFragments: we send 3000-byte PUSHes to a 2048-batch pico
-// subscriber; it must reassemble them (First marker, 2 + content ≤ 2048).
+// TestPicoReceivesFragments: we send PUSHes of 1.5 batches to a pico
+// subscriber (3 kB at batch 2048); it must reassemble them (First marker,
+// 2 + content ≤ batch size).
 func TestPicoReceivesFragments(t *testing.T) {
-	dir := picoExamples2048(t)
+	dir := picoExamples(t)
+	batch := picoBatch(t, dir)
+	// 1.5 batches, within the build's Z_FRAG_MAX_SIZE (4096 / 300000).
+	reps := (batch + batch/2) / 16
 	ln, acc, rec := startListener(t, testConfig())
 	p := startPico(t, dir, "z_sub", "-m", "client", "-e", ln.Endpoint(), "-k", "demo/frag/**", "-n", "2")
 	s := acceptOne(t, acc)
 	waitDeclSub(t, s, rec)
 	for i := 1; i <= 2; i++ {
-		payload := fmt.Sprintf("frag sample %d ", i) + strings.Repeat("0123456789abcdef", 186)
+		payload := fmt.Sprintf("frag sample %d ", i) + strings.Repeat("0123456789abcdef", reps)
 		require.NoError(t, s.Send(push("demo/frag/go", []byte(payload)), SendOptions{Reliable: true}))
 	}
 	ce := rec.waitClose(t, 15*time.Second)
@@ -246,4 +240,33 @@ func TestPicoLeaseExpiry(t *testing.T) {
 	ce := rec.waitClose(t, 15*time.Second)
 	require.Equal(t, ReasonExpired, ce.Reason)
 	require.InDelta(t, 10, time.Since(start).Seconds(), 1.5)
+}
+
+// TestPicoPutUDP: z_put over udp/ to our UDP listener (datagram batches,
+// demultiplexed by source address).
+func TestPicoPutUDP(t *testing.T) {
+	dir := picoExamples(t)
+	rec := newRecorder()
+	acc := make(chan *Session, 4)
+	ln, err := Listen(context.Background(), "udp/127.0.0.1:0", testConfig(), func(s *Session) Handler {
+		acc <- s
+		return rec
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	p := startPico(t, dir, "z_put", "-m", "client", "-e", ln.Endpoint(), "-k", "demo/udp", "-v", "hello udp")
+	s := acceptOne(t, acc)
+	t.Logf("pico over UDP: batch %d, output so far: %q", s.BatchSize(), p.output())
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-rec.msgs:
+			if m.id == wire.IDPush {
+				require.Equal(t, "hello udp", string(m.payload))
+				return
+			}
+		case <-deadline:
+			t.Fatal("no PUSH over UDP")
+		}
+	}
 }

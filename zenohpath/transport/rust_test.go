@@ -104,3 +104,85 @@ func TestRustClientListen(t *testing.T) {
 	ce := rec.waitClose(t, interop.Scale(15*time.Second))
 	require.Contains(t, []CloseReason{ReasonRemoteClose, ReasonEOF}, ce.Reason, "Rust closes on exit")
 }
+
+// TestRustFragmentsBothWays: 200 kB messages go through a Rust router in
+// both directions, as FRAGMENTs (Rust's batch is smaller than 200 kB):
+// ours reassembled by Rust, Rust's reassembled by us.
+func TestRustFragmentsBothWays(t *testing.T) {
+	interop.FindPython(t)
+	ep := interop.FreeEndpoint(t)
+	interop.StartReady(t, "router", "--listen", ep)
+	sub := interop.StartReady(t, "sub", "demo/rust/**", "--connect", ep)
+
+	cfg := testConfig()
+	cfg.WhatAmI = wire.WhatAmIClient
+	rec := newRecorder()
+	s, err := Dial(context.Background(), ep, cfg, rec)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(ReasonShutdown); <-s.Done() })
+	require.NoError(t, s.Send(&wire.Declare{Body: &wire.DeclareSubscriber{ID: 1, WireExpr: wire.WireExpr{Suffix: "demo/go/**"}}},
+		SendOptions{Reliable: true}))
+
+	const size = 200000
+	big := make([]byte, size)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	require.NoError(t, s.Send(push("demo/rust/big", big), SendOptions{Reliable: true}))
+	ev := sub.WaitEvent("sample", interop.Scale(10*time.Second))
+	var sample struct {
+		Key        string `json:"key"`
+		PayloadLen int    `json:"payload_len"`
+	}
+	require.NoError(t, ev.Decode(&sample))
+	require.Equal(t, "demo/rust/big", sample.Key)
+	require.Equal(t, size, sample.PayloadLen)
+
+	time.Sleep(200 * time.Millisecond)
+	interop.StartReady(t, "put", "demo/go/big", "--connect", ep, "--size", "200000")
+	deadline := time.After(interop.Scale(10 * time.Second))
+	for {
+		select {
+		case m := <-rec.msgs:
+			if m.id != wire.IDPush {
+				continue
+			}
+			require.Equal(t, "demo/go/big", m.key)
+			require.Len(t, m.payload, size)
+			require.Equal(t, "zpq1", string(m.payload[:4]))
+			require.Empty(t, s.Stats().Dropped)
+			return
+		case <-deadline:
+			t.Fatal("no 200 kB PUSH from the Rust side")
+		}
+	}
+}
+
+// TestRustRouterUDP: our Dial over udp/ to a Rust router listening on UDP;
+// a Rust subscriber (on TCP) receives what we publish, including a message
+// fragmented to the UDP batch size.
+func TestRustRouterUDP(t *testing.T) {
+	interop.FindPython(t)
+	tcpEP := interop.FreeEndpoint(t)
+	udpEP := "udp/127.0.0.1:" + tcpEP[len("tcp/127.0.0.1:"):]
+	interop.StartReady(t, "router", "--listen", tcpEP, "--listen", udpEP)
+	sub := interop.StartReady(t, "sub", "demo/udp/**", "--connect", tcpEP)
+
+	cfg := testConfig()
+	cfg.WhatAmI = wire.WhatAmIClient
+	s, err := Dial(context.Background(), udpEP, cfg, newRecorder())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close(ReasonShutdown); <-s.Done() })
+	t.Logf("UDP batch with the Rust router: %d", s.BatchSize())
+	require.NoError(t, s.Send(push("demo/udp/a", []byte("over udp")), SendOptions{Reliable: true}))
+	require.NoError(t, s.Send(push("demo/udp/b", make([]byte, 20000)), SendOptions{Reliable: true}))
+	var sample struct {
+		Key        string `json:"key"`
+		PayloadLen int    `json:"payload_len"`
+	}
+	require.NoError(t, sub.WaitEvent("sample", interop.Scale(10*time.Second)).Decode(&sample))
+	require.Equal(t, "demo/udp/a", sample.Key)
+	require.NoError(t, sub.WaitEvent("sample", interop.Scale(10*time.Second)).Decode(&sample))
+	require.Equal(t, "demo/udp/b", sample.Key)
+	require.Equal(t, 20000, sample.PayloadLen)
+}

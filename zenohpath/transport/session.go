@@ -49,6 +49,15 @@ func (h HandlerFuncs) HandleClose(s *Session, err error) {
 
 var sessionIDs atomic.Uint64
 
+const (
+	// minKeepAlive bounds the keep-alive period from below (a peer could
+	// announce a lease of a few ms).
+	minKeepAlive = 10 * time.Millisecond
+	// closeGrace bounds how long closing may spend flushing and writing
+	// CLOSE to a peer that does not read; then the link is closed anyway.
+	closeGrace = time.Second
+)
+
 // Session is one open Zenoh unicast transport session over one link, after
 // INIT/OPEN. Sessions accepted by a Listener and dialled ones behave the
 // same. All methods are safe for concurrent use.
@@ -72,9 +81,10 @@ type Session struct {
 	done    chan struct{} // closed after HandleClose returned
 	wdone   chan struct{} // closed when the write goroutine exited
 
-	closeMu   sync.Mutex
-	closeErr  *CloseError
-	sendClose bool // write a CLOSE before closing the link
+	closeMu    sync.Mutex
+	closeErr   *CloseError
+	sendClose  bool        // write a CLOSE before closing the link
+	forceClose *time.Timer // closes the link closeGrace after shutdown
 
 	// read goroutine only
 	parser  wire.Parser
@@ -148,7 +158,7 @@ func newSession(cfg *Config, l link, p params, h Handler) *Session {
 	if s.rxLease <= 0 {
 		s.rxLease = DefaultLease
 	}
-	s.kaPeriod = min(cfg.Lease, s.rxLease) / time.Duration(cfg.KeepAliveDivisor)
+	s.kaPeriod = max(min(cfg.Lease, s.rxLease)/time.Duration(cfg.KeepAliveDivisor), minKeepAlive)
 	s.rxLast = [2]uint64{snPrev(p.peerInitialSN, s.mask), snPrev(p.peerInitialSN, s.mask)}
 	s.txSN = [2]uint64{p.ourInitialSN, p.ourInitialSN}
 	patch := p.patch >= 1
@@ -231,6 +241,9 @@ func (s *Session) shutdown(reason CloseReason, err error, sendClose bool) {
 	s.closeErr = ce
 	s.sendClose = sendClose
 	close(s.closing)
+	// A writer stuck in a write to a peer that stopped reading must not
+	// hold the close up for a whole lease.
+	s.forceClose = time.AfterFunc(closeGrace, func() { _ = s.l.close() })
 }
 
 // Stats returns a snapshot of the session's counters.
@@ -365,6 +378,7 @@ func (s *Session) finish() {
 	_ = s.l.close()
 	s.closeMu.Lock()
 	ce := s.closeErr
+	s.forceClose.Stop()
 	s.closeMu.Unlock()
 	s.m.closedWith(ce.Reason)
 	s.log.Debug("transport session closed", "reason", ce.Reason.String(), "err", ce.Err)

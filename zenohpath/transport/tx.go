@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"errors"
 	"time"
 
 	"github.com/picobridge/picobridge/zenohpath/wire"
@@ -23,6 +22,7 @@ type writer struct {
 	pendRel bool
 	lastTx  time.Time
 	err     error
+	closing time.Time // set while closing: the deadline of every write
 
 	flushT     *time.Timer
 	flushArmed bool
@@ -98,6 +98,7 @@ func (w *writer) closeLink() {
 	s.closeMu.Lock()
 	send, reason := s.sendClose, s.closeErr.Reason
 	s.closeMu.Unlock()
+	w.closing = time.Now().Add(closeGrace)
 	if send {
 		for w.err == nil {
 			select {
@@ -110,7 +111,7 @@ func (w *writer) closeLink() {
 		}
 		w.flush()
 		if w.err == nil {
-			w.writeMsg(&wire.Close{Session: true, Reason: reason.Wire()}, time.Now().Add(min(time.Second, s.rxLease)))
+			w.writeMsg(&wire.Close{Session: true, Reason: reason.Wire()}, w.deadline())
 		}
 	}
 	_ = s.l.close()
@@ -129,7 +130,14 @@ func (w *writer) discardQueue() {
 	}
 }
 
-func (w *writer) deadline() time.Time { return time.Now().Add(w.s.rxLease) }
+// deadline bounds one write: the peer's lease (a peer that reads nothing
+// for that long is gone), or the close grace period while closing.
+func (w *writer) deadline() time.Time {
+	if !w.closing.IsZero() {
+		return w.closing
+	}
+	return time.Now().Add(w.s.rxLease)
+}
 
 // add places one message: in the pending FRAME, in a new FRAME, or as
 // FRAGMENTs when it does not fit in an empty batch.
@@ -232,5 +240,3 @@ func (w *writer) writeDeadline(b []byte, deadline time.Time) {
 	w.s.stats.txBatches.Add(1)
 	w.s.m.tx(n)
 }
-
-var _ = errors.New
