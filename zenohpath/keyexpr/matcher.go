@@ -150,7 +150,20 @@ func matchPrefixTail(prefix, key string) bool {
 // matchAnyTail reports whether "**" matches the non-empty concrete key rest: no chunk of it is
 // verbatim.
 func matchAnyTail(rest string) bool {
-	return rest != "" && rest[0] != '@' && !strings.Contains(rest, "/@")
+	if rest == "" || rest[0] == '@' {
+		return false
+	}
+	// Look for "/@" through the rare '@' (faster than strings.Contains on keys full of '/').
+	for off := 0; ; off++ {
+		i := strings.IndexByte(rest[off:], '@')
+		if i < 0 {
+			return true
+		}
+		off += i // >= 1: rest[0] is not '@'
+		if rest[off-1] == '/' {
+			return false
+		}
+	}
 }
 
 // matchConcrete reports whether the concrete key rest, possibly empty, matches chunks

@@ -133,6 +133,10 @@ func TestPrefixTail(t *testing.T) {
 		{"**", "@a", false},
 		{"**", "a/@b", false},
 		{"**", "a@b/c", true},
+		{"**", "a@@/b@/c@d@", true},
+		{"**", "a@/@b", false},
+		{"**", "x/a@b/@", false},
+		{"**", "x/a@b/y/@z@", false},
 		{"@a/**", "@a", true},
 		{"@a/**", "@a/@a", false},
 	}
