@@ -1,8 +1,10 @@
 package zenohpath
 
 import (
+	"sort"
 	"time"
 
+	"github.com/picobridge/picobridge/zenohpath/keyexpr"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -31,13 +33,57 @@ func (l *Liveliness) DeclareToken(key string) (*LivelinessToken, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &LivelinessToken{s: l.s, key: k, id: l.s.newID()}
-	return t, l.s.send(&wire.Declare{Body: &wire.DeclareToken{ID: t.id, WireExpr: wireKey(k)}}, true)
+	s := l.s
+	t := &LivelinessToken{s: s, key: k, id: s.newID()}
+	s.mu.Lock()
+	s.tokens[t.id] = k
+	s.mu.Unlock()
+	s.postLocalToken(k, SampleKindPut)
+	return t, s.send(&wire.Declare{Body: &wire.DeclareToken{ID: t.id, WireExpr: wireKey(k)}}, true)
 }
 
 // Undeclare drops the token.
 func (t *LivelinessToken) Undeclare() error {
-	return t.s.send(&wire.Declare{Body: &wire.UndeclareToken{ID: t.id}}, true)
+	s := t.s
+	s.mu.Lock()
+	_, ok := s.tokens[t.id]
+	delete(s.tokens, t.id)
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	s.postLocalToken(t.key, SampleKindDelete)
+	return s.send(&wire.Declare{Body: &wire.UndeclareToken{ID: t.id}}, true)
+}
+
+// postLocalToken reports a change of this session's own token to its own
+// liveliness subscribers (the router never echoes a face's declarations).
+func (s *Session) postLocalToken(key string, kind SampleKind) {
+	s.mu.Lock()
+	subs := s.matchingLivelinessSubs(key) // the subscribers at the time of the change
+	s.mu.Unlock()
+	if len(subs) == 0 {
+		return
+	}
+	s.link.post(func() {
+		for _, ls := range subs {
+			ls.deliver(Sample{key: key, kind: kind})
+		}
+	})
+}
+
+// ownTokens lists this session's tokens intersecting key.
+func (s *Session) ownTokens(key string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, k := range s.tokens {
+		if keyexpr.Intersects(k, key) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // LivelinessSubscriberOptions configures a liveliness subscriber.
@@ -66,6 +112,12 @@ func (l *Liveliness) DeclareSubscriber(key string, handler func(Sample), opts *L
 	mode := wire.InterestFuture
 	if opts != nil && opts.History {
 		mode = wire.InterestCurrentFuture
+		own := s.ownTokens(sub.key)
+		s.link.post(func() {
+			for _, k := range own {
+				sub.deliver(Sample{key: k, kind: SampleKindPut})
+			}
+		})
 	}
 	return sub, s.send(&wire.Interest{Mode: mode, ID: sub.id,
 		Options: wire.InterestKeyExprs | wire.InterestTokens | wire.InterestRestricted, WireExpr: wireKey(k)}, true)
@@ -104,6 +156,12 @@ func (l *Liveliness) Get(key string, opts *LivelinessGetOptions) (<-chan Reply, 
 	// so that only the dispatcher ever closes the channel.
 	g.timer = time.AfterFunc(timeout, func() {
 		_ = s.link.send(&wire.Declare{HasInterestID: true, InterestID: iid, Body: &wire.DeclareFinal{}}, controlOptions)
+	})
+	own := s.ownTokens(k)
+	s.link.post(func() {
+		for _, k := range own {
+			g.add(Reply{sample: Sample{key: k, kind: SampleKindPut}, ok: true})
+		}
 	})
 	err = s.send(&wire.Interest{Mode: wire.InterestCurrent, ID: iid,
 		Options: wire.InterestKeyExprs | wire.InterestTokens | wire.InterestRestricted, WireExpr: wireKey(k)}, true)

@@ -31,11 +31,35 @@ var (
 // lock held.
 type localLink struct {
 	mu     sync.Mutex
-	q      []wire.NetworkMessage
+	q      []localItem
 	data   int
 	closed bool
 	wake   chan struct{}
 	space  chan struct{}
+}
+
+// localItem is a message from the router, or a task the session posted to
+// run on its dispatcher (local queries and liveliness, in order with the
+// router's messages).
+type localItem struct {
+	m  wire.NetworkMessage
+	fn func()
+}
+
+// post queues fn for the dispatcher; false once closed.
+func (l *localLink) post(fn func()) bool {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return false
+	}
+	l.q = append(l.q, localItem{fn: fn})
+	l.mu.Unlock()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 func newLocalLink() *localLink {
@@ -76,7 +100,7 @@ func (l *localLink) send(m wire.NetworkMessage, o sendOptions) error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	l.q = append(l.q, c)
+	l.q = append(l.q, localItem{m: c})
 	if data {
 		l.data++
 	}
@@ -99,7 +123,7 @@ func (l *localLink) close() {
 }
 
 // drain waits for queued messages and takes them all; false once closed.
-func (l *localLink) drain() ([]wire.NetworkMessage, bool) {
+func (l *localLink) drain() ([]localItem, bool) {
 	for {
 		l.mu.Lock()
 		if l.closed {

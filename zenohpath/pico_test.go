@@ -321,6 +321,14 @@ func picoLiveliness(t *testing.T, dir, ep string) {
 	lv.stop()
 	smp = recvSample(t, got)
 	require.Equal(t, zenohpath.SampleKindDelete, smp.Kind())
+
+	// SIGKILL: no undeclaration from pico; the router synthesizes it when the link drops.
+	lv2 := startPico(t, dir, "z_liveliness", ep, "-k", "group1/pico2")
+	require.Equal(t, "group1/pico2", recvSample(t, got).KeyExpr())
+	require.NoError(t, lv2.cmd.Process.Kill())
+	smp = recvSample(t, got)
+	require.Equal(t, "group1/pico2", smp.KeyExpr())
+	require.Equal(t, zenohpath.SampleKindDelete, smp.Kind())
 }
 
 // z_sub_liveliness -h: history (CurrentFuture T interest) then a drop.

@@ -79,6 +79,7 @@ func replyFromResponse(m *wire.Response) Reply {
 
 // getState collects the replies of one Get (or liveliness Get).
 type getState struct {
+	parts int // parts still running: the router's, and the local queryables' (Get)
 	ch    chan Reply
 	once  sync.Once
 	timer *time.Timer
@@ -116,7 +117,7 @@ func (s *Session) Get(selector string, opts *GetOptions) (<-chan Reply, error) {
 	if capacity <= 0 {
 		capacity = 64
 	}
-	g := &getState{ch: make(chan Reply, capacity)}
+	g := &getState{ch: make(chan Reply, capacity), parts: 1}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -125,6 +126,10 @@ func (s *Session) Get(selector string, opts *GetOptions) (<-chan Reply, error) {
 	s.nextID++
 	rid := s.nextID
 	s.gets[rid] = g
+	local := s.localQueryables(k, opts.Target)
+	if len(local) > 0 {
+		g.parts++
+	}
 	s.mu.Unlock()
 	q := &wire.Query{Parameters: params, Attachment: opts.Attachment}
 	if opts.Consolidation != ConsolidationModeAuto {
@@ -143,6 +148,15 @@ func (s *Session) Get(selector string, opts *GetOptions) (<-chan Reply, error) {
 		prio = PriorityData
 	}
 	m.HasQoS, m.QoS = true, wire.NewQoS(prio, CongestionControlBlock, opts.Express)
+	if len(local) > 0 {
+		// This session's own queryables answer too (Zenoh's default locality),
+		// on the dispatcher, replying straight into the channel.
+		req := cloneNetwork(m).(*wire.Request)
+		s.link.post(func() {
+			s.runQueryables(local, req, g)
+			s.endGetPart(rid)
+		})
+	}
 	if err := s.send(m, true); err != nil {
 		s.mu.Lock()
 		delete(s.gets, rid)
@@ -150,6 +164,18 @@ func (s *Session) Get(selector string, opts *GetOptions) (<-chan Reply, error) {
 		return nil, err
 	}
 	return g.ch, nil
+}
+
+// localQueryables are this session's queryables a query on key reaches.
+// Caller holds s.mu.
+func (s *Session) localQueryables(key string, target QueryTarget) []*Queryable {
+	var out []*Queryable
+	for _, q := range s.qbls {
+		if keyexpr.Intersects(q.key, key) && (target != QueryTargetAllComplete || q.complete) {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // QueryableOptions configures DeclareQueryable.
@@ -212,6 +238,7 @@ func (q *Queryable) Undeclare() error {
 // Query is one query received by a queryable; valid during the handler.
 type Query struct {
 	s          *Session
+	local      *getState // set for a query of this session's own Get
 	rid        uint32
 	qbl        uint32
 	key        string
@@ -289,23 +316,29 @@ func (q *Query) respond(key string, body wire.ResponseBody) error {
 	}
 	m := &wire.Response{ID: q.rid, WireExpr: wireKey(k), Body: body,
 		HasResponderID: true, ResponderID: wire.EntityGlobalID{ZID: q.s.r.zid, EID: q.qbl}}
+	if q.local != nil {
+		q.local.add(replyFromResponse(cloneNetwork(m).(*wire.Response)))
+		return nil
+	}
 	return q.s.send(m, true)
 }
 
 // deliverQuery runs the matching queryables' handlers, then finishes the
 // query with RESPONSE_FINAL.
 func (s *Session) deliverQuery(m *wire.Request) {
-	key := m.WireExpr.Suffix
 	s.mu.Lock()
-	var qbls []*Queryable
-	for _, q := range s.qbls {
-		if keyexpr.Intersects(q.key, key) && (m.Target != QueryTargetAllComplete || q.complete) {
-			qbls = append(qbls, q)
-		}
-	}
+	qbls := s.localQueryables(m.WireExpr.Suffix, m.Target)
 	s.mu.Unlock()
+	s.runQueryables(qbls, m, nil)
+	_ = s.send(&wire.ResponseFinal{ID: m.ID}, true)
+}
+
+// runQueryables calls each queryable's handler with the query; local is the
+// Get of this session when the query is its own.
+func (s *Session) runQueryables(qbls []*Queryable, m *wire.Request, local *getState) {
+	key := m.WireExpr.Suffix
 	for _, qbl := range qbls {
-		q := &Query{s: s, rid: m.ID, qbl: qbl.id, key: key}
+		q := &Query{s: s, local: local, rid: m.ID, qbl: qbl.id, key: key}
 		if body, ok := m.Body.(*wire.Query); ok {
 			q.params, q.attachment = body.Parameters, body.Attachment
 			if body.HasBody {
@@ -314,5 +347,4 @@ func (s *Session) deliverQuery(m *wire.Request) {
 		}
 		qbl.handler(q)
 	}
-	_ = s.send(&wire.ResponseFinal{ID: m.ID}, true)
 }

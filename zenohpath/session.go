@@ -77,6 +77,7 @@ type Session struct {
 	lsubs        map[uint32]*Subscriber // liveliness subscribers, by interest id
 	lgets        map[uint32]*getState   // liveliness gets, by interest id
 	remoteTokens map[uint32]string      // router token id → key
+	tokens       map[uint32]string      // this session's own tokens, by id
 }
 
 // Open opens a session. In client mode it connects to the first endpoint of
@@ -141,7 +142,7 @@ func newSession(r *Router, own bool, timeout time.Duration) (*Session, error) {
 	s := &Session{
 		r: r, ownRouter: own, link: newLocalLink(), timeout: timeout,
 		subs: map[uint32]*Subscriber{}, qbls: map[uint32]*Queryable{}, gets: map[uint32]*getState{},
-		lsubs: map[uint32]*Subscriber{}, lgets: map[uint32]*getState{}, remoteTokens: map[uint32]string{},
+		lsubs: map[uint32]*Subscriber{}, lgets: map[uint32]*getState{}, remoteTokens: map[uint32]string{}, tokens: map[uint32]string{},
 	}
 	f, ok := r.addFace(s.link, r.zid, wire.WhatAmIClient, false)
 	if !ok {
@@ -217,8 +218,12 @@ func (s *Session) dispatch() {
 		if !ok {
 			return
 		}
-		for _, m := range msgs {
-			s.deliver(m)
+		for _, it := range msgs {
+			if it.fn != nil {
+				it.fn()
+			} else {
+				s.deliver(it.m)
+			}
 		}
 	}
 }
@@ -241,13 +246,7 @@ func (s *Session) deliver(m wire.NetworkMessage) {
 			g.add(replyFromResponse(m))
 		}
 	case *wire.ResponseFinal:
-		s.mu.Lock()
-		g := s.gets[m.ID]
-		delete(s.gets, m.ID)
-		s.mu.Unlock()
-		if g != nil {
-			g.finish()
-		}
+		s.endGetPart(m.ID)
 	case *wire.Declare:
 		s.deliverDeclare(m)
 	}
@@ -315,6 +314,25 @@ func (s *Session) deliverDeclare(d *wire.Declare) {
 		if g != nil {
 			g.finish()
 		}
+	}
+}
+
+// endGetPart ends one part (the router's, or this session's queryables) of
+// Get rid; the reply channel closes when the last part ended. Dispatcher only.
+func (s *Session) endGetPart(rid uint32) {
+	s.mu.Lock()
+	g := s.gets[rid]
+	if g != nil {
+		g.parts--
+		if g.parts > 0 {
+			g = nil
+		} else {
+			delete(s.gets, rid)
+		}
+	}
+	s.mu.Unlock()
+	if g != nil {
+		g.finish()
 	}
 }
 

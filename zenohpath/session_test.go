@@ -2,6 +2,7 @@ package zenohpath
 
 import (
 	"context"
+	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
@@ -268,4 +269,70 @@ func TestPeerMode(t *testing.T) {
 			require.Equal(t, c.ZID().String(), f.ZID)
 		}
 	}
+}
+
+// TestSessionLocal: a session's own queryables answer its Get (together with
+// remote ones), and its own tokens reach its own liveliness subscribers and
+// liveliness Get.
+func TestSessionLocal(t *testing.T) {
+	r, _ := newTestRouter(t)
+	s := openInProcess(t, r)
+	other := openInProcess(t, r)
+	_, err := s.DeclareQueryable("q/**", func(q *Query) { _ = q.Reply("q/own", []byte("own"), nil) }, nil)
+	require.NoError(t, err)
+	_, err = other.DeclareQueryable("q/**", func(q *Query) { _ = q.Reply("q/other", []byte("other"), nil) }, nil)
+	require.NoError(t, err)
+	replies, err := s.Get("q/x", &GetOptions{Target: QueryTargetAll})
+	require.NoError(t, err)
+	var got []string
+	for rep := range replies {
+		smp, ok := rep.Ok()
+		require.True(t, ok)
+		got = append(got, string(smp.Payload()))
+	}
+	require.ElementsMatch(t, []string{"own", "other"}, got)
+	// Only local: still ends.
+	replies, err = s.Get("q/y", &GetOptions{Target: QueryTargetAll, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	n := 0
+	for range replies {
+		n++
+	}
+	require.Equal(t, 2, n)
+
+	events := make(chan Sample, 8)
+	tok, err := s.Liveliness().DeclareToken("lv/own")
+	require.NoError(t, err)
+	_, err = s.Liveliness().DeclareSubscriber("lv/**", func(smp Sample) { events <- smp }, &LivelinessSubscriberOptions{History: true})
+	require.NoError(t, err)
+	require.Equal(t, "lv/own", recv(t, events).KeyExpr())
+	alive, err := s.Liveliness().Get("lv/**", nil)
+	require.NoError(t, err)
+	var keys []string
+	for rep := range alive {
+		smp, _ := rep.Ok()
+		keys = append(keys, smp.KeyExpr())
+	}
+	require.Equal(t, []string{"lv/own"}, keys)
+	require.NoError(t, tok.Undeclare())
+	smp := recv(t, events)
+	require.Equal(t, SampleKindDelete, smp.Kind())
+	require.NoError(t, tok.Undeclare()) // twice: no-op
+}
+
+func TestStatus(t *testing.T) {
+	r, _ := newTestRouter(t)
+	s := openInProcess(t, r)
+	_, err := s.DeclareSubscriber("a/**", func(Sample) {})
+	require.NoError(t, err)
+	_, err = s.Liveliness().DeclareToken("t/1")
+	require.NoError(t, err)
+	st := r.Status()
+	require.Equal(t, r.ZID().String(), st.ZID)
+	require.Len(t, st.Faces, 1)
+	require.Equal(t, 1, st.Subscribers)
+	require.Equal(t, 1, st.Tokens)
+	rec := httptest.NewRecorder()
+	r.HandleStatus(rec, httptest.NewRequest("GET", StatusPath, nil))
+	require.Contains(t, rec.Body.String(), `"subscribers": 1`)
 }

@@ -60,7 +60,7 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 	f.DurationVar(&o.lease, "lease", transport.DefaultLease, "lease announced to peers")
 	f.Uint16Var(&o.batch, "batch-size", transport.DefaultBatchSize, "largest batch accepted, bytes (2-byte TCP prefix included)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464); off when empty")
+	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics and the JSON status /routerz on this address (e.g. 127.0.0.1:9464); off when empty")
 	return cmd
 }
 
@@ -142,6 +142,7 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc(zenohpath.StatusPath, r.HandleStatus)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
