@@ -311,7 +311,10 @@ func TestProbeLoopClassifiesDevice(t *testing.T) {
 		mu.Unlock()
 		time.Sleep(15 * time.Second)
 		require.Equal(t, bridge.ClassCritical, d.Classifier().Class())
-		require.InDelta(t, 5*(14+10+15), sink.probes, 2)
+		sink.mu.Lock()
+		probes := sink.probes
+		sink.mu.Unlock()
+		require.InDelta(t, 5*(14+10+15), probes, 2)
 		require.Equal(t, 1.0, testutil.ToFloat64(collectorFor(t, reg, bridge.MetricDeviceTransitions, map[string]string{"device": "arm", "to": "noncritical"})))
 		require.NoError(t, g.Close())
 	})
