@@ -492,4 +492,3 @@ func (o *onceLogger) once(l Lane, r DropReason, msg string, attrs ...slog.Attr) 
 	}
 	o.log.Warn("dropping samples: "+msg+" (logged once per cause and device)", args...)
 }
-

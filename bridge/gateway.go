@@ -64,7 +64,7 @@ type Gateway struct {
 
 	mu      sync.RWMutex
 	devices atomic.Pointer[[]*Device] // copy on write under mu: Publish reads it without a lock
-	stats   map[string]*deviceStats // by label; retained across connections
+	stats   map[string]*deviceStats   // by label; retained across connections
 	profile map[string]resolvedProfile
 
 	ingressLag atomic.Int64 // max ns spent in Publish since the last reading
