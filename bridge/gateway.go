@@ -63,18 +63,19 @@ type Gateway struct {
 	incl   func(sub, key string) bool
 
 	mu      sync.RWMutex
-	devices map[*Device]struct{}
-	stats   map[string]*deviceStats // by label; retained across connections
+	devices atomic.Pointer[[]*Device] // copy on write under mu: Publish reads it without a lock
+	stats   map[string]*deviceStats   // by label; retained across connections
 	profile map[string]resolvedProfile
 
 	ingressLag atomic.Int64 // max ns spent in Publish since the last reading
 	errors     atomic.Int64 // ingress errors since the last reading
 	started    time.Time
 
-	wg     sync.WaitGroup
-	ctx    context.Context
-	cancel context.CancelFunc
-	closed atomic.Bool
+	wg      sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closed  atomic.Bool
+	runOnce sync.Once
 }
 
 type resolvedProfile struct {
@@ -98,8 +99,9 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 	g := &Gateway{
 		cfg: cfg, opts: opts, clock: opts.Clock, log: opts.Logger,
 		routes: NewRoutes(cfg), sup: NewSupervisor(cfg.Supervisor), incl: opts.KeyIncludes,
-		devices: map[*Device]struct{}{}, stats: map[string]*deviceStats{}, profile: map[string]resolvedProfile{},
+		stats: map[string]*deviceStats{}, profile: map[string]resolvedProfile{},
 	}
+	g.devices.Store(&[]*Device{})
 	if g.clock == nil {
 		g.clock = systemClock{}
 	}
@@ -118,9 +120,20 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 			if errors.As(err, &ce) {
 				for _, pr := range ce.Problems {
 					if pr.File == "" || pr.Line == 0 {
-						pos := cfg.pos[key]
+						// point at the key that set it: .platform, .board, .env.NAME, else the entry
+						at := key
+						for _, k := range []string{key + "." + pr.Key, key + ".env." + pr.Key} {
+							if _, ok := cfg.pos[k]; ok && pr.Key != "" {
+								at = k
+								break
+							}
+						}
+						pos := cfg.pos[at]
 						pr.File, pr.Line, pr.Col = pos.file, pos.line, pos.col
-						pr.Key = strings.TrimPrefix(key+"."+pr.Key, ".")
+						if at == key {
+							at = strings.TrimSuffix(key+"."+pr.Key, ".")
+						}
+						pr.Key = at
 					}
 					ps = append(ps, pr)
 				}
@@ -173,16 +186,28 @@ func (g *Gateway) goOwned(f func()) {
 // at supervisor.evaluation_interval. It returns at once; Close stops
 // everything and waits for every goroutine.
 func (g *Gateway) Run() {
-	g.goOwned(g.housekeeping)
+	g.runOnce.Do(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if !g.closed.Load() {
+			g.goOwned(g.housekeeping)
+		}
+	})
 }
 
 // Close stops every goroutine of the gateway and its devices and waits for them.
 func (g *Gateway) Close() error {
-	if g.closed.Swap(true) {
+	g.mu.Lock()
+	already := g.closed.Swap(true)
+	g.mu.Unlock()
+	if already {
 		return nil
 	}
 	g.cancel()
 	g.wg.Wait()
+	for _, d := range *g.devices.Load() {
+		d.egress().discard() // what was pending is counted (suspended), not lost silently
+	}
 	return nil
 }
 
@@ -282,16 +307,27 @@ func (g *Gateway) Publish(r Route, s Sample) {
 	if s.Time.IsZero() {
 		s.Time = start
 	}
-	g.mu.RLock()
-	for d := range g.devices {
+	for _, d := range *g.devices.Load() {
 		if d.subscribed(s.Key) {
 			d.offer(s, r.Criticality, start)
 		}
 	}
-	g.mu.RUnlock()
-	if lag := int64(g.clock.Now().Sub(start)); lag > g.ingressLag.Load() {
-		g.ingressLag.Store(lag) // racy max: a reading, not an account
+	lag := int64(g.clock.Now().Sub(start))
+	for cur := g.ingressLag.Load(); lag > cur && !g.ingressLag.CompareAndSwap(cur, lag); cur = g.ingressLag.Load() {
 	}
+}
+
+// RouteForKey is the route of a sample that arrives on a Zenoh key from
+// upstream Zenoh or another device: criticality from the ROS name the key
+// maps back to (Routes.TopicOf), noncritical default for a key that maps to
+// no name.
+func (g *Gateway) RouteForKey(key string) Route {
+	r := Route{Key: key, Criticality: g.cfg.Routes.DefaultCriticality}
+	if topic, ok := g.routes.TopicOf(key); ok {
+		r.Topic = topic
+		r.Criticality = g.routes.CriticalityOf(topic)
+	}
+	return r
 }
 
 // ReportError counts an ingress error (a DDS read failure, a malformed
@@ -309,7 +345,7 @@ func (g *Gateway) HandlePong(key string, payload []byte) error {
 	if d == nil {
 		return fmt.Errorf("bridge: pong from unknown device %q", name)
 	}
-	_, err := d.cls.Pong(payload, g.clock.Now())
+	_, err := d.Classifier().Pong(payload, g.clock.Now())
 	return err
 }
 
@@ -327,9 +363,6 @@ type DeviceIdentity struct {
 // zid, then by name; an unknown device gets devices.default. The caller
 // Detaches it when its session closes.
 func (g *Gateway) Attach(id DeviceIdentity, sink DeviceSink) (*Device, error) {
-	if g.closed.Load() {
-		return nil, errors.New("bridge: gateway closed")
-	}
 	zid := strings.ToLower(id.ZID)
 	if zid != "" {
 		if _, err := hex.DecodeString(zid); err != nil {
@@ -339,10 +372,15 @@ func (g *Gateway) Attach(id DeviceIdentity, sink DeviceSink) (*Device, error) {
 	d := &Device{g: g, zid: zid, sink: sink, signalDone: make(chan struct{})}
 	d.configure(g.match(zid, id.Name), id.Name)
 	g.mu.Lock()
-	g.devices[d] = struct{}{}
-	g.mu.Unlock()
+	if g.closed.Load() { // under mu: no goroutine is added once Close waits
+		g.mu.Unlock()
+		return nil, errors.New("bridge: gateway closed")
+	}
+	ds := append(slices.Clone(*g.devices.Load()), d)
+	g.devices.Store(&ds)
 	g.goOwned(d.expressLoop)
 	g.goOwned(d.batchLoop)
+	g.mu.Unlock()
 	g.log.Info("device attached", slog.String("device", d.Name()), slog.String("zid", zid))
 	return d, nil
 }
@@ -383,21 +421,14 @@ func (g *Gateway) statsFor(label string) *deviceStats {
 
 // Devices lists the attached devices, by name.
 func (g *Gateway) Devices() []*Device {
-	g.mu.RLock()
-	ds := make([]*Device, 0, len(g.devices))
-	for d := range g.devices {
-		ds = append(ds, d)
-	}
-	g.mu.RUnlock()
+	ds := slices.Clone(*g.devices.Load())
 	slices.SortFunc(ds, func(a, b *Device) int { return strings.Compare(a.Name(), b.Name()) })
 	return ds
 }
 
 // Device returns the attached device with that name, or nil.
 func (g *Gateway) Device(name string) *Device {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	for d := range g.devices {
+	for _, d := range *g.devices.Load() {
 		if d.Name() == name {
 			return d
 		}
@@ -421,7 +452,7 @@ type Device struct {
 	subs     []string
 	eg       *egress
 	cls      *Classifier
-	class    Class // effective class the lanes were last set for
+	class    atomic.Uint32 // effective Class the lanes were last set for (read by Lane without a lock)
 
 	errSeen    atomic.Uint64 // sink errors already reported to the supervisor
 	detached   atomic.Bool
@@ -458,8 +489,9 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	d.name, d.conf, d.resolved, d.capa, d.shape = name, dc, prof.resolved, prof.capa, shape
 	d.eg = newEgress(name, shape, g.cfg.Policy, stats, log)
 	d.cls = cls
-	d.class = cls.Class()
-	d.eg.setBatchedRate(d.batchedRate(d.class), now)
+	c := cls.Class()
+	d.class.Store(uint32(c))
+	d.eg.setBatchedRate(d.batchedRate(c), now)
 	d.mu.Unlock()
 	if old != nil {
 		old.discard()
@@ -504,7 +536,8 @@ func (d *Device) Capacity() knobs.Capacity {
 	return d.capa
 }
 
-// Classifier is the device's classifier (for overrides and status).
+// Classifier is the device's classifier (for status; change the override
+// with Device.SetOverride, which also updates the lanes).
 func (d *Device) Classifier() *Classifier {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
@@ -560,7 +593,8 @@ func (d *Device) Detach() {
 		return
 	}
 	d.g.mu.Lock()
-	delete(d.g.devices, d)
+	ds := slices.DeleteFunc(slices.Clone(*d.g.devices.Load()), func(x *Device) bool { return x == d })
+	d.g.devices.Store(&ds)
 	d.g.mu.Unlock()
 	close(d.signalDone)
 	d.egress().discard()
@@ -588,7 +622,7 @@ func (d *Device) Lane(c Criticality) Lane {
 	if c != Critical {
 		return LaneBatched
 	}
-	if d.Classifier().Class() == ClassNoncritical && d.g.cfg.Policy.DemoteCriticalRoutes {
+	if Class(d.class.Load()) == ClassNoncritical && d.g.cfg.Policy.DemoteCriticalRoutes {
 		return LaneBatched
 	}
 	return LaneExpress
@@ -624,8 +658,7 @@ func (d *Device) offer(s Sample, c Criticality, now time.Time) {
 func (d *Device) refreshClass(now time.Time) {
 	c := d.Classifier().Class()
 	d.mu.Lock()
-	changed := c != d.class
-	d.class = c
+	changed := Class(d.class.Swap(uint32(c))) != c
 	eg := d.eg
 	d.mu.Unlock()
 	if changed {
