@@ -138,7 +138,6 @@ func picoPut(t *testing.T, dir string, ln *Listener, acc chan *Session, rec *rec
 			case err := <-rec.closed:
 				if attempt < 3 && strings.Contains(p.output(), "Put has failed") {
 					t.Logf("attempt %d: pico dropped its put (%v), retrying", attempt, err)
-					rec.once = sync.Once{}
 					goto next
 				}
 				t.Fatalf("session closed before a PUSH: %v", err)
