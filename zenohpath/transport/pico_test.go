@@ -48,8 +48,19 @@ func picoBatch(t *testing.T, dir string) int {
 }
 
 type picoProc struct {
-	cmd *exec.Cmd
-	out *bytes.Buffer
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan struct{} // closed when the process has exited
+}
+
+// exited waits up to d for the process to exit.
+func (p *picoProc) exited(d time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // startPico runs one example; stdout+stderr are logged if the test fails.
@@ -70,10 +81,14 @@ func startPico(t *testing.T, dir, name string, args ...string) *picoProc {
 	sw := &syncWriter{b: out}
 	cmd.Stdout, cmd.Stderr = sw, sw
 	require.NoError(t, cmd.Start())
-	p := &picoProc{cmd: cmd, out: out}
+	p := &picoProc{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
 	t.Cleanup(func() {
 		cancel()
-		_ = cmd.Wait()
+		<-p.done
 		if t.Failed() {
 			t.Logf("%s output:\n%s", name, p.output())
 		}
@@ -136,9 +151,9 @@ func picoPut(t *testing.T, dir string, ln *Listener, acc chan *Session, rec *rec
 				require.Contains(t, []CloseReason{ReasonEOF, ReasonRemoteClose}, ce.Reason)
 				return s, m
 			case err := <-rec.closed:
+				p.exited(5 * time.Second)
 				if attempt < 3 && strings.Contains(p.output(), "Put has failed") {
 					t.Logf("attempt %d: pico dropped its put (%v), retrying", attempt, err)
-					rec.once = sync.Once{}
 					goto next
 				}
 				t.Fatalf("session closed before a PUSH: %v", err)
