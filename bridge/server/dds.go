@@ -230,6 +230,10 @@ func (b *ddsBridge) newOut(e ddspath.Endpoint, route bridge.Route) (*outRoute, e
 	return r, nil
 }
 
+// expressDrainWait bounds how long a critical route's ingress waits for the
+// devices' express lanes to take the route's previous sample.
+const expressDrainWait = 20 * time.Millisecond
+
 // forward publishes one DDS sample on the route's key: to plain Zenoh
 // faces through the router, to devices through their lanes.
 func (b *ddsBridge) forward(r *outRoute, smp *ddspath.Sample, opts *zenohpath.PutOptions) {
@@ -239,6 +243,11 @@ func (b *ddsBridge) forward(r *outRoute, smp *ddspath.Sample, opts *zenohpath.Pu
 		s.stats.errors.WithLabelValues(dirToZenoh).Inc()
 		s.gw.ReportError()
 		return
+	}
+	if r.route.Criticality == bridge.Critical {
+		// The express lane keeps the latest sample per key: give the
+		// devices' express goroutines a moment to take the previous one.
+		s.gw.WaitExpressDrained(r.route.Key, expressDrainWait)
 	}
 	s.gw.Publish(r.route, bridge.Sample{Key: r.route.Key, Payload: smp.CDR, Time: smp.ReceivedAt})
 	r.samples.Add(1)
