@@ -336,3 +336,32 @@ func TestStatus(t *testing.T) {
 	r.HandleStatus(rec, httptest.NewRequest("GET", StatusPath, nil))
 	require.Contains(t, rec.Body.String(), `"subscribers": 1`)
 }
+
+// TestCloseWithFullChannels: a subscriber channel and a Get channel nobody
+// reads do not hold up Close.
+func TestCloseWithFullChannels(t *testing.T) {
+	r, _ := newTestRouter(t)
+	a := openInProcess(t, r)
+	b, err := Open(context.Background(), Config{Router: r})
+	require.NoError(t, err)
+	_, err = b.DeclareSubscriberChan("f/**", 1)
+	require.NoError(t, err)
+	_, err = a.DeclareQueryable("g", func(q *Query) {
+		for range 10 {
+			_ = q.Reply("g", []byte("r"), nil)
+		}
+	}, nil)
+	require.NoError(t, err)
+	_, err = b.Get("g", &GetOptions{Capacity: 1})
+	require.NoError(t, err)
+	for range 10 {
+		require.NoError(t, a.Put("f/1", []byte("x"), nil))
+	}
+	done := make(chan struct{})
+	go func() { _ = b.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close blocked on full channels")
+	}
+}
