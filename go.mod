@@ -1,11 +1,12 @@
 module github.com/picobridge/picobridge
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
