@@ -341,7 +341,13 @@ func (g *Gateway) HandlePong(key string, payload []byte) error {
 	if !ok || kind != ProbePong {
 		return fmt.Errorf("bridge: %q is not a pong key", key)
 	}
-	d := g.Device(name)
+	var d *Device
+	for _, x := range *g.devices.Load() {
+		if p := x.probeName.Load(); p != nil && *p == name {
+			d = x
+			break
+		}
+	}
 	if d == nil {
 		return fmt.Errorf("bridge: pong from unknown device %q", name)
 	}
@@ -454,7 +460,8 @@ type Device struct {
 	cls      *Classifier
 	class    atomic.Uint32 // effective Class the lanes were last set for (read by Lane without a lock)
 
-	errSeen    atomic.Uint64 // sink errors already reported to the supervisor
+	errSeen    atomic.Uint64          // sink errors already reported to the supervisor
+	probeName  atomic.Pointer[string] // the name the responder subscribed with; nil: no responder
 	detached   atomic.Bool
 	signalDone chan struct{}
 }
@@ -491,7 +498,7 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	d.cls = cls
 	c := cls.Class()
 	d.class.Store(uint32(c))
-	d.eg.setBatchedRate(d.batchedRate(c), now)
+	d.eg.setBatchedRate(d.batchedRate(dc, c), now)
 	d.mu.Unlock()
 	if old != nil {
 		old.discard()
@@ -557,6 +564,7 @@ func (d *Device) SetOverride(o ClassOverride) {
 func (d *Device) DeclareSubscriber(keyexpr string) {
 	if name, kind, ok := ParseProbeKey(keyexpr); ok && kind == ProbePing {
 		d.Announce(name)
+		d.probeName.Store(&name) // a responder is there: probe it from now on
 		return
 	}
 	d.mu.Lock()
@@ -568,6 +576,12 @@ func (d *Device) DeclareSubscriber(keyexpr string) {
 
 // UndeclareSubscriber removes a subscription.
 func (d *Device) UndeclareSubscriber(keyexpr string) {
+	if name, kind, ok := ParseProbeKey(keyexpr); ok && kind == ProbePing {
+		if p := d.probeName.Load(); p != nil && *p == name {
+			d.probeName.Store(nil)
+		}
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if i := slices.Index(d.subs, keyexpr); i >= 0 {
@@ -607,12 +621,20 @@ func (d *Device) egress() *egress {
 	return d.eg
 }
 
-// batchedRate is the token bucket rate for an effective class.
-func (d *Device) batchedRate(c Class) float64 {
-	if c == ClassCritical {
-		return d.g.cfg.Policy.Batched.RateHz
+// batchedRate is the token bucket rate for an effective class: the
+// device's own rate_hz / noncritical_rate_hz when set, else the policy's.
+func (d *Device) batchedRate(conf *DeviceConfig, c Class) float64 {
+	b := d.g.cfg.Policy.Batched
+	if conf != nil && conf.RateHz > 0 {
+		b.RateHz = conf.RateHz
 	}
-	return d.g.cfg.Policy.Batched.NoncriticalRateHz
+	if conf != nil && conf.NoncriticalRateHz > 0 {
+		b.NoncriticalRateHz = conf.NoncriticalRateHz
+	}
+	if c == ClassCritical {
+		return b.RateHz
+	}
+	return b.NoncriticalRateHz
 }
 
 // Lane is the lane a route of this criticality takes to the device now:
@@ -659,27 +681,36 @@ func (d *Device) refreshClass(now time.Time) {
 	c := d.Classifier().Class()
 	d.mu.Lock()
 	changed := Class(d.class.Swap(uint32(c))) != c
-	eg := d.eg
+	eg, conf := d.eg, d.conf
 	d.mu.Unlock()
 	if changed {
-		eg.setBatchedRate(d.batchedRate(c), now)
+		eg.setBatchedRate(d.batchedRate(conf, c), now)
 	}
 }
 
+// probe sends one ping to a device whose responder subscribed to its ping
+// key; a device without a responder is not probed and stays UNKNOWN.
 func (d *Device) probe(now time.Time) {
+	name := d.probeName.Load()
+	if name == nil {
+		return
+	}
 	cls := d.Classifier()
 	ping := cls.Ping(now)
 	eg := d.egress()
 	eg.stats.probes.Add(1)
-	if err := d.sink.SendProbe(PingKey(d.Name()), ping); err != nil && !errors.Is(err, ErrCongested) {
+	if err := d.sink.SendProbe(PingKey(*name), ping); err != nil && !errors.Is(err, ErrCongested) {
 		eg.log.once(LaneExpress, DropCongestion, "probe not sent", slog.Any("err", err))
 	}
 }
 
 func (d *Device) evaluate(now time.Time) {
+	if d.probeName.Load() == nil {
+		return // no responder: no readings, the class stays UNKNOWN (or the override)
+	}
 	cls := d.Classifier()
 	if d.g.cfg.Classifier.TCPInfo {
-		if ti, ok := d.sink.(interface{ TCPInfo() (TCPInfo, error) }); ok {
+		if ti, ok := d.sink.(TCPInfoSource); ok {
 			if info, err := ti.TCPInfo(); err == nil {
 				cls.ObserveTCP(info)
 			}

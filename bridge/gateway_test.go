@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/bridge"
@@ -216,6 +217,9 @@ func TestNoncriticalDeviceRates(t *testing.T) {
 		require.InDelta(t, 2*30, b, 3, "both routes at 3 Hz")
 		st := g.Devicez(bridge.DevicezOptions{Transitions: true}).Devices[0]
 		require.Equal(t, 3.0, st.BatchedRateHz)
+		d.SetOverride(bridge.OverrideAuto)
+		require.Equal(t, 10.0, g.Devicez(bridge.DevicezOptions{}).Devices[0].BatchedRateHz)
+		d.SetOverride(bridge.OverrideNoncritical)
 		require.Equal(t, bridge.ClassNoncritical, st.Classifier.Class)
 		require.Len(t, st.Classifier.History, 1)
 	})
@@ -282,9 +286,9 @@ func TestProbeLoopClassifiesDevice(t *testing.T) {
 		rtt := 5 * time.Millisecond
 		sink := &fakeSink{}
 		sink.respond = func(key string, ping []byte) {
-			dev, kind, ok := bridge.ParseProbeKey(key)
-			require.True(t, ok)
-			require.Equal(t, bridge.ProbePing, kind)
+			dev, kind, ok := bridge.ParseProbeKey(key) // the gateway's goroutine: assert, not require
+			assert.True(t, ok)
+			assert.Equal(t, bridge.ProbePing, kind)
 			mu.Lock()
 			delay := rtt
 			mu.Unlock()
@@ -297,6 +301,11 @@ func TestProbeLoopClassifiesDevice(t *testing.T) {
 		}
 		d, _ := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
 		g.Run()
+		time.Sleep(2 * time.Second)
+		sink.mu.Lock()
+		require.Zero(t, sink.probes, "no responder, no probes")
+		sink.mu.Unlock()
+		d.DeclareSubscriber(bridge.PingKey("arm")) // the responder comes up
 		time.Sleep(14 * time.Second)
 		st := d.Classifier().Status()
 		require.Equal(t, bridge.ClassCritical, st.State)
@@ -530,4 +539,75 @@ func TestExpressCeilingKeepsLatest(t *testing.T) {
 		require.Equal(t, uint64(n-got), st.Lanes["express"].Dropped["congestion"], "every sample accounted for")
 		require.Zero(t, st.Lanes["express"].Depth)
 	})
+}
+
+// Publishers, attach/detach, announcements, overrides, probes, status and
+// scrapes all at once (run with -race); bounded in count, no timing asserted.
+func TestConcurrentUse(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	g := newGateway(t, testConfig(t, twoDevices+"classifier: {probe_interval: 1ms, evaluation_interval: 2ms}\nsupervisor: {evaluation_interval: 2ms}\n"), reg)
+	g.Run()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	routes := []bridge.Route{route(t, g, "/cmd_vel"), route(t, g, "/scan")}
+	for p := range 4 {
+		wg.Go(func() {
+			r := routes[p%2]
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				g.Publish(r, bridge.Sample{Payload: []byte{byte(i)}})
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 50 {
+			sink := &fakeSink{}
+			sink.respond = func(key string, ping []byte) {
+				dev, _, _ := bridge.ParseProbeKey(key)
+				pong, _ := bridge.Respond(ping, 0, 0)
+				_ = g.HandlePong(bridge.PongKey(dev), pong)
+			}
+			d, err := g.Attach(bridge.DeviceIdentity{ZID: []string{"a1", "b2", "c3"}[i%3]}, sink)
+			if !assert.NoError(t, err) { // not require: this is not the test's goroutine
+				return
+			}
+			d.DeclareSubscriber("**")
+			d.DeclareSubscriber(bridge.PingKey("lidar"))
+			if i%5 == 0 {
+				d.UndeclareSubscriber(bridge.PingKey("lidar"))
+			}
+			d.SetOverride([]bridge.ClassOverride{bridge.OverrideAuto, bridge.OverrideNoncritical}[i%2])
+			_ = g.Devicez(bridge.DevicezOptions{Transitions: true})
+			_, err = reg.Gather()
+			assert.NoError(t, err)
+			time.Sleep(time.Millisecond)
+			if i%2 == 0 {
+				d.Detach()
+			}
+		}
+	})
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	require.NoError(t, g.Close())
+	_, err := reg.Gather()
+	require.NoError(t, err)
+}
+
+func TestPerDeviceRates(t *testing.T) {
+	g := newGateway(t, testConfig(t, `
+devices:
+  list:
+    - {name: fast, zid: "01", platform: posix, rate_hz: 30, noncritical_rate_hz: 5}
+`), nil)
+	d, _ := g.Attach(bridge.DeviceIdentity{ZID: "01"}, &fakeSink{})
+	require.Equal(t, 30.0, g.Devicez(bridge.DevicezOptions{}).Devices[0].BatchedRateHz)
+	d.SetOverride(bridge.OverrideNoncritical)
+	require.Equal(t, 5.0, g.Devicez(bridge.DevicezOptions{}).Devices[0].BatchedRateHz)
+	_, err := bridge.ParseConfig("x.yaml", []byte("devices:\n  list:\n    - {name: a, rate_hz: -1}\n"))
+	require.EqualError(t, err, "x.yaml:3:26: devices.list[0].rate_hz: must be ≥ 0 (got -1)")
 }
