@@ -67,7 +67,7 @@ type TopicStats struct {
 	Written  uint64      // successful writes
 	Bytes    uint64      // bytes of the successful writes
 	Timeouts uint64      // writes that failed with ddspath.ErrTimeout (sample dropped)
-	Errors   uint64      // other failed writes
+	Errors   uint64      // other failed writes (e.g. a sample shorter than its 4-byte header)
 	Matched  int         // readers matched now
 }
 

@@ -35,7 +35,10 @@ type output struct {
 	ddsTopic string
 	ddsType  string
 	w        *ddspath.Writer
+	written  atomic.Uint64
 	bytes    atomic.Uint64
+	timeouts atomic.Uint64
+	errs     atomic.Uint64
 }
 
 // New returns a Sink creating its writers on p. p stays owned by the caller and must
@@ -128,8 +131,14 @@ func (s *Sink) Write(topic string, cdr []byte, sourceTime time.Time) error {
 		return fmt.Errorf("%w: %s", ErrNotDeclared, topic)
 	}
 	if err := o.w.Write(cdr, sourceTime); err != nil {
+		if errors.Is(err, ddspath.ErrTimeout) {
+			o.timeouts.Add(1)
+		} else {
+			o.errs.Add(1)
+		}
 		return fmt.Errorf("ddssink: write %s: %w", o.ddsTopic, err)
 	}
+	o.written.Add(1)
 	o.bytes.Add(uint64(len(cdr)))
 	return nil
 }
@@ -207,10 +216,9 @@ func (s *Sink) Stats() Stats {
 	defer s.mu.RUnlock()
 	st := Stats{Topics: make(map[string]TopicStats, len(s.outs))}
 	for n, o := range s.outs {
-		ws := o.w.Stats()
 		st.Topics[n] = TopicStats{
 			DDSTopic: o.ddsTopic, DDSType: o.ddsType, QoS: o.w.QoS(),
-			Written: ws.Written, Bytes: o.bytes.Load(), Timeouts: ws.Timeouts, Errors: ws.Errors,
+			Written: o.written.Load(), Bytes: o.bytes.Load(), Timeouts: o.timeouts.Load(), Errors: o.errs.Load(),
 			Matched: o.w.Matched(),
 		}
 	}
