@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/ddspath/fastddspeer"
 	"github.com/picobridge/picobridge/ddspath/replay"
 	"github.com/picobridge/picobridge/ddspath/replay/ddssink"
@@ -19,8 +20,8 @@ import (
 )
 
 // replaySpeed is the speed factor of the acceptance replay: the 123 s bag is due within
-// ~0.1 ms, so the replay runs as fast as the reliable writers let it (they block while
-// too much is unacknowledged; nothing is dropped).
+// ~0.1 ms, so the replay runs as fast as the reliable KEEP_ALL writers let it (they block
+// while too much is unacknowledged; nothing is dropped).
 const replaySpeed = 1e6
 
 // TestReplayHallwayRoomLoopToFastDDS is the acceptance test of the DDS issue: replaying
@@ -91,7 +92,10 @@ func TestReplayHallwayRoomLoopToFastDDS(t *testing.T) {
 	}
 
 	p := openParticipant(t, dom)
-	sink, err := ddssink.New(p, ddssink.Options{})
+	// KeepAll: RELIABLE KEEP_ALL writers block while the peers lag instead of overwriting
+	// unacknowledged samples (the recorded KEEP_LAST 10 never blocks and would lose
+	// messages whenever a peer falls 10 behind during the burst).
+	sink, err := ddssink.New(p, ddssink.Options{KeepAll: true})
 	require.NoError(t, err)
 	defer sink.Close()
 
@@ -139,6 +143,8 @@ func TestReplayHallwayRoomLoopToFastDDS(t *testing.T) {
 		require.Equal(t, uint64(w.count), ts.Written, "%s: sink written", name)
 		require.Equal(t, uint64(w.count*w.size), ts.Bytes, "%s: sink bytes", name)
 		require.Zero(t, ts.Timeouts+ts.Errors, "%s: sink write failures", name)
+		require.Equal(t, ddspath.KeepAll, ts.QoS.History, name)
+		require.Equal(t, ddspath.Reliable, ts.QoS.Reliability, name)
 
 		samples, err := peers[name].Samples()
 		require.NoError(t, err)

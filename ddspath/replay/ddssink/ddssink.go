@@ -29,10 +29,10 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultMaxBlocking is how long a write may block on a reliable writer whose history
-	// (unacknowledged data) is full before it fails with ddspath.ErrTimeout; the replay
-	// then counts an error and goes on. Longer than the DDS default of 100 ms so that a
-	// fast replay pushes back on its readers rather than dropping samples.
+	// DefaultMaxBlocking is how long a write may block on a reliable KEEP_ALL writer whose
+	// history holds too much unacknowledged data before it fails with ddspath.ErrTimeout
+	// (the sample is dropped; the replay counts an error and goes on). Longer than the DDS
+	// default of 100 ms so that a fast replay waits for its readers rather than dropping.
 	DefaultMaxBlocking = 5 * time.Second
 	// DefaultMatchTimeout bounds the wait of Options.WaitMatched.
 	DefaultMatchTimeout = 10 * time.Second
@@ -50,6 +50,13 @@ type Options struct {
 	// MaxBlocking is the reliability max_blocking_time RecordedQoS uses; 0 means
 	// DefaultMaxBlocking, negative means infinite. Ignored when QoS is set.
 	MaxBlocking time.Duration
+	// KeepAll gives RELIABLE VOLATILE topics a KEEP_ALL writer instead of the recorded
+	// KEEP_LAST depth: Write then blocks (up to MaxBlocking) while Cyclone's writer history
+	// holds too many unacknowledged bytes, instead of overwriting unacknowledged samples. Use
+	// it to replay faster than real time without losing messages (the acceptance test does).
+	// TRANSIENT_LOCAL topics keep KEEP_LAST (a KEEP_ALL transient-local history would retain
+	// every message for late joiners). Ignored when QoS is set.
+	KeepAll bool
 	// WaitMatched makes Declare wait until the new writer has matched at least this many
 	// readers (0: don't wait), for at most MatchTimeout; a timeout is a Declare error.
 	WaitMatched  int
@@ -90,10 +97,9 @@ func (s Stats) Written() uint64 {
 // deepest recorded depth or replay.DefaultDepth) onto a ddspath writer QoS with the given
 // max_blocking_time (0: DefaultMaxBlocking, negative: infinite).
 //
-// Cyclone keeps every unacknowledged sample of a reliable writer in its history whatever the
-// KEEP_LAST depth (the depth only bounds what late TRANSIENT_LOCAL readers get) and blocks a
-// write while too much is unacknowledged, so a reliable replay loses nothing to a reader
-// that keeps up or has a deep enough history of its own.
+// Note that a KEEP_LAST writer never blocks: Cyclone (like Fast DDS) drops the oldest sample
+// from a full history even when a reliable reader has not acknowledged it yet, so a replay
+// faster than its readers keep up with silently loses messages. Options.KeepAll avoids that.
 func RecordedQoS(t replay.TopicInfo, maxBlocking time.Duration) ddspath.QoS {
 	w := t.WriterQoS()
 	if maxBlocking == 0 {

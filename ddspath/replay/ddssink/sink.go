@@ -262,7 +262,11 @@ func (o Options) qos(t replay.TopicInfo) ddspath.QoS {
 	if o.QoS != nil {
 		return o.QoS(t)
 	}
-	return RecordedQoS(t, o.MaxBlocking)
+	q := RecordedQoS(t, o.MaxBlocking)
+	if o.KeepAll && q.Reliability == ddspath.Reliable && q.Durability == ddspath.Volatile {
+		q.History = ddspath.KeepAll
+	}
+	return q
 }
 
 func (o Options) matchTimeout() time.Duration {

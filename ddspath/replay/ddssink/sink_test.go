@@ -240,3 +240,74 @@ func TestEngineThroughSink(t *testing.T) {
 	require.Equal(t, uint64(50), e.Stats().Sent)
 	require.Equal(t, uint64(50), s.Stats().Topics[name].Written)
 }
+
+func TestSinkKeepAllOption(t *testing.T) {
+	p := openParticipant(t, testDomain())
+	s, err := ddssink.New(p, ddssink.Options{KeepAll: true, MaxBlocking: -1, FlushTimeout: -1})
+	require.NoError(t, err)
+	defer s.Close()
+	rel := rosbag.QoSProfile{History: rosbag.HistoryUnknown, Reliability: rosbag.ReliabilityReliable, Durability: rosbag.DurabilityVolatile}
+	be := rosbag.QoSProfile{History: rosbag.HistoryKeepLast, Depth: 5, Reliability: rosbag.ReliabilityBestEffort, Durability: rosbag.DurabilityVolatile}
+	tl := rosbag.QoSProfile{History: rosbag.HistoryKeepLast, Depth: 1, Reliability: rosbag.ReliabilityReliable, Durability: rosbag.DurabilityTransientLocal}
+	for _, tc := range []struct {
+		prof    rosbag.QoSProfile
+		history ddspath.History
+	}{{rel, ddspath.KeepAll}, {be, ddspath.KeepLast}, {tl, ddspath.KeepLast}} {
+		name := uniqueTopic("keepall")
+		require.NoError(t, s.Declare(replay.TopicInfo{Name: name, Type: "sensor_msgs/msg/Imu", QoS: []rosbag.QoSProfile{tc.prof}}))
+		q := s.Writer(name).QoS()
+		require.Equal(t, tc.history, q.History, tc.prof.String())
+		require.Equal(t, time.Duration(-1), q.MaxBlocking)
+	}
+}
+
+// TestSinkKeepAllWaitsForSlowReader: with KeepAll, a burst into a reader whose KEEP_ALL cache
+// holds 16 samples and which takes one per millisecond blocks the writes instead of losing
+// any.
+func TestSinkKeepAllWaitsForSlowReader(t *testing.T) {
+	dom := testDomain()
+	pw, pr := openParticipant(t, dom), openParticipant(t, dom)
+	s, err := ddssink.New(pw, ddssink.Options{KeepAll: true})
+	require.NoError(t, err)
+	defer s.Close()
+	name := uniqueTopic("burst")
+	r, err := pr.NewReader("rt"+name, "sensor_msgs::msg::dds_::Imu_",
+		ddspath.QoS{Reliability: ddspath.Reliable, History: ddspath.KeepAll, MaxSamples: 16},
+		ddspath.WithQueue(4, ddspath.Block))
+	require.NoError(t, err)
+	require.NoError(t, s.Declare(replay.TopicInfo{Name: name, Type: "sensor_msgs/msg/Imu"}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.WaitMatched(ctx, 1))
+
+	const n = 300
+	got := make(chan []*ddspath.Sample, 1)
+	go func() {
+		var out []*ddspath.Sample
+		for len(out) < n {
+			select {
+			case smp := <-r.C():
+				out = append(out, smp)
+				time.Sleep(time.Millisecond)
+			case <-ctx.Done():
+				got <- out
+				return
+			}
+		}
+		got <- out
+	}()
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		require.NoError(t, s.Write(name, cdr(324, byte(i)), time.Unix(0, int64(i+1))))
+	}
+	t.Logf("%d writes took %v (blocked on the slow reader)", n, time.Since(start))
+	out := <-got
+	require.Len(t, out, n)
+	for i, smp := range out {
+		require.Equal(t, cdr(324, byte(i)), smp.CDR, "sample %d", i)
+	}
+	require.Zero(t, r.Stats().Dropped)
+	st := s.Stats().Topics[name]
+	require.Equal(t, uint64(n), st.Written)
+	require.Zero(t, st.Timeouts)
+}
