@@ -33,6 +33,7 @@ func TestReplayHallwayRoomLoopToFastDDS(t *testing.T) {
 	t0 := time.Now()
 	bagDir := needBag(t, "hallway_room_loop")
 	bin := needPeer(t)
+	tBuilt := time.Now()
 
 	b, err := rosbag.Open(bagDir)
 	require.NoError(t, err)
@@ -90,6 +91,7 @@ func TestReplayHallwayRoomLoopToFastDDS(t *testing.T) {
 		_, err := peers[name].WaitLine("ready", 20*time.Second)
 		require.NoError(t, err)
 	}
+	tReady := time.Now()
 
 	p := openParticipant(t, dom)
 	// KeepAll: RELIABLE KEEP_ALL writers block while the peers lag instead of overwriting
@@ -114,6 +116,7 @@ func TestReplayHallwayRoomLoopToFastDDS(t *testing.T) {
 		require.NoError(t, err, name)
 	}
 
+	tMatched := time.Now()
 	e := replay.New(sink, replay.Options{RewriteStamps: true, StopOnError: true}, src)
 	start := time.Now()
 	require.NoError(t, e.Run(ctx))
@@ -129,6 +132,7 @@ func TestReplayHallwayRoomLoopToFastDDS(t *testing.T) {
 		go func() { defer wg.Done(); errs[i] = peers[name].Wait(45 * time.Second) }()
 	}
 	wg.Wait()
+	tDone := time.Now()
 	for i, name := range topics {
 		require.NoError(t, errs[i], name)
 	}
@@ -177,8 +181,10 @@ func TestReplayHallwayRoomLoopToFastDDS(t *testing.T) {
 		t.Logf("%s → %s: Fast DDS peer received %d × %d B = %d B (bag: %d × %d B), latency p50 %.0f µs p99 %.0f µs",
 			name, ts.DDSTopic, sum.Count, w.size, sum.Bytes, w.count, w.size, sum.P50us, sum.P99us)
 	}
-	t.Logf("domain %d, replay of %d messages in %v (%.0f msg/s), test wall time %v",
-		dom, est.Sent, replayDur.Round(time.Millisecond), float64(est.Sent)/replayDur.Seconds(),
-		time.Since(t0).Round(time.Millisecond))
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	t.Logf("domain %d, replay of %d messages in %v (%.0f msg/s), test wall time %v "+
+		"(peer build %v, bag read + peers ready %v, matched %v, replay+acks %v, peers exit %v)",
+		dom, est.Sent, ms(replayDur), float64(est.Sent)/replayDur.Seconds(), ms(time.Since(t0)),
+		ms(tBuilt.Sub(t0)), ms(tReady.Sub(tBuilt)), ms(tMatched.Sub(tReady)), ms(tDone.Sub(tMatched)), ms(time.Since(tDone)))
 
 }
