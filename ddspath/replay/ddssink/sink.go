@@ -92,6 +92,10 @@ func (s *Sink) Declare(t replay.TopicInfo) error {
 		return fmt.Errorf("ddssink: topic %s type %q: %w", t.Name, t.Type, err)
 	}
 	s.mu.Lock()
+	if s.done.Load() { // checked under mu: Close swaps outs under mu after setting done
+		s.mu.Unlock()
+		return ddspath.ErrClosed
+	}
 	if o, ok := s.outs[t.Name]; ok {
 		s.mu.Unlock()
 		if o.info.Type != t.Type {
