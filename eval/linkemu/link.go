@@ -55,13 +55,15 @@ func newLink(dir Direction, seed uint64, queueBytes int, rtoMax time.Duration, m
 	}
 }
 
-func (l *link) set(im Impairment, rto time.Duration) {
+// set applies a new impairment and returns the counters up to the switch.
+func (l *link) set(im Impairment, rto time.Duration) DirStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.im = im
 	l.ge.SetModel(im.Loss)
 	l.sh.rate = im.Rate
 	l.rto = rto
+	return l.st
 }
 
 // transmit steps the chain once and counts the transmission.

@@ -22,6 +22,13 @@ var lossy = Profile{Name: "lossy",
 // and returns what came back, in arrival order.
 func udpRun(t *testing.T, p *UDPProxy, echo *udpEcho, n, size, window int) (back []uint32) {
 	t.Helper()
+	return udpRunFrom(t, p, echo, 0, n, size, window)
+}
+
+// udpRunFrom is udpRun for datagrams numbered first… on a proxy that has
+// already relayed the first ones.
+func udpRunFrom(t *testing.T, p *UDPProxy, echo *udpEcho, first, n, size, window int) (back []uint32) {
+	t.Helper()
 	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(mustAddrPort(t, p.Addr())))
 	require.NoError(t, err)
 	defer c.Close()
@@ -41,7 +48,7 @@ func udpRun(t *testing.T, p *UDPProxy, echo *udpEcho, n, size, window int) (back
 		}
 	}()
 	msg := make([]byte, size)
-	for i := range n {
+	for i := first; i < first+n; i++ {
 		for inFlight(p.Stats(), i) >= window {
 			time.Sleep(100 * time.Microsecond)
 		}
@@ -49,14 +56,14 @@ func udpRun(t *testing.T, p *UDPProxy, echo *udpEcho, n, size, window int) (back
 		_, err := c.Write(msg)
 		require.NoError(t, err)
 	}
-	settled(t, p, uint64(n))
+	settled(t, p, uint64(first+n))
 	checkFor(t, 10*time.Second, 5*time.Millisecond, func() error { // every echo entered the link
 		if p.Stats().ToDevice.Packets != uint64(len(echo.received())) {
 			return errString("echoes in flight")
 		}
 		return nil
 	})
-	settled(t, p, uint64(n))
+	settled(t, p, uint64(first+n))
 	return <-recvDone
 }
 
@@ -214,3 +221,28 @@ func TestUDPProxyIdleMappingEnds(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestUDPProxyPhases(t *testing.T) {
+	echo := startUDPEcho(t)
+	p := startUDPProxy(t, echo.addr(), Config{Seed: 2})
+	udpRunFrom(t, p, echo, 0, 200, 16, 32)
+	require.NoError(t, p.SetProfile(lossy))
+	udpRunFrom(t, p, echo, 200, 1000, 16, 32)
+	require.NoError(t, p.SetProfile(Clean))
+	udpRunFrom(t, p, echo, 1200, 200, 16, 32)
+	st := p.Stats()
+	ph := st.Phases()
+	require.Len(t, ph, 3)
+	require.Equal(t, []string{"clean", "lossy", "clean"}, []string{ph[0].Profile, ph[1].Profile, ph[2].Profile})
+	g := func(i int) DirStats { return ph[i].Counters[ToGateway] }
+	require.EqualValues(t, 200, g(0).Sent)
+	require.Zero(t, g(0).Lost)
+	require.EqualValues(t, 1000, g(1).Sent)
+	require.Positive(t, g(1).Lost)
+	require.EqualValues(t, 200, g(2).Sent)
+	require.Zero(t, g(2).Lost)
+	require.Equal(t, st.ToGateway.Lost, g(1).Lost)
+	require.InDelta(t, 1000*lossy.ToGateway.ExpectedLoss()/1400, st.ExpectedLoss(ToGateway), 1e-9)
+	require.Positive(t, ph[1].Duration)
+	t.Logf("produced %.4f vs expected %.4f over the run", st.ToGateway.ProducedLoss(), st.ExpectedLoss(ToGateway))
+}
