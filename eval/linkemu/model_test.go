@@ -71,6 +71,11 @@ func TestRTOModel(t *testing.T) {
 	// srtt = 40 + 40 + 20 ms; σ = sqrt(15² + 15² + 10²) ≈ 23.5 ms, 4σ ≈ 94 ms < 200 ms.
 	require.Equal(t, 300*time.Millisecond, RTOConfig{}.RTO(moderate))
 	require.Equal(t, DefaultRTOMin, RTOConfig{}.RTO(Clean))
+	for name, want := range map[string]time.Duration{"mild": 260 * time.Millisecond, "strong": 340 * time.Millisecond} {
+		p, err := LookupProfile(name)
+		require.NoError(t, err)
+		require.Equal(t, want, RTOConfig{}.RTO(p), name)
+	}
 	require.Equal(t, 50*time.Millisecond, RTOConfig{Initial: 50 * time.Millisecond}.RTO(moderate))
 	big := Profile{Name: "big", ToDevice: Impairment{Delay: Jitter{Mean: time.Second, SD: 100 * time.Millisecond}}}
 	require.Equal(t, time.Second+400*time.Millisecond, RTOConfig{}.RTO(big))
@@ -90,4 +95,32 @@ func TestLinkSegmentBacksOff(t *testing.T) {
 	require.EqualValues(t, 4, st.Retransmits)
 	require.EqualValues(t, 1, st.Stalled)
 	require.InDelta(t, 0.8, st.ProducedLoss(), 1e-9)
+}
+
+// TestLinkProducedLossPerProfile drives each direction of each built-in
+// profile with 200 000 datagrams (1 KiB every 2 ms: below the 5000 kbit/s
+// rate, so no queue drops) through the same model the UDP proxy uses and
+// compares the produced loss its counters report with ExpectedLoss.
+func TestLinkProducedLossPerProfile(t *testing.T) {
+	for _, p := range Profiles() {
+		for _, d := range []Direction{ToDevice, ToGateway} {
+			l := newLink(d, 1, DefaultQueueBytes, DefaultRTOMax, DefaultMaxRetransmits, nil)
+			l.set(p.Dir(d), 0)
+			now := time.Unix(0, 0)
+			for range geSteps {
+				l.datagram(now, 1024, true)
+				now = now.Add(2 * time.Millisecond)
+			}
+			st := l.snapshot()
+			want := p.Dir(d).ExpectedLoss()
+			t.Logf("%-8s %-10s produced %.4f expected %.4f (lost %d of %d)", p.Name, d, st.ProducedLoss(), want, st.Lost, st.Sent)
+			require.Zero(t, st.QueueDrops)
+			require.Equal(t, st.Lost, st.Dropped)
+			if want == 0 {
+				require.Zero(t, st.Lost)
+				continue
+			}
+			require.InEpsilon(t, want, st.ProducedLoss(), 0.10)
+		}
+	}
 }
