@@ -124,3 +124,58 @@ func TestLinkProducedLossPerProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkSegmentLossPerProfile drives the TCP model of each profile with
+// 200 000 batches. First transmissions follow the chain, so the share of
+// stalled batches is the expected loss. A retransmission is drawn
+// RTO/gap steps ahead: at 2 ms spacing the chain has mixed by then and the
+// produced loss (retransmissions included) is the expected one; at 30 Hz
+// only about 10 packets pass in an RTO, so a batch lost in the bad state
+// is more likely to be lost again and the produced loss is a little higher.
+func TestLinkSegmentLossPerProfile(t *testing.T) {
+	for _, gap := range []time.Duration{2 * time.Millisecond, time.Second / 30} {
+		for _, p := range Profiles()[1:] {
+			l := newLink(ToDevice, 1, 0, DefaultRTOMax, DefaultMaxRetransmits, nil)
+			l.set(p.ToDevice, RTOConfig{}.RTO(p))
+			now := time.Unix(0, 0)
+			for range geSteps {
+				l.segment(now, 100)
+				now = now.Add(gap)
+			}
+			st := l.snapshot()
+			want := p.ToDevice.ExpectedLoss()
+			first := float64(st.Stalled) / float64(st.Packets)
+			t.Logf("gap %-8v %-8s produced %.4f (first transmissions %.4f) expected %.4f; %d stalled, %d retransmissions",
+				gap, p.Name, st.ProducedLoss(), first, want, st.Stalled, st.Retransmits)
+			require.InEpsilon(t, want, first, 0.10)
+			require.Equal(t, st.Lost, st.Retransmits)
+			if gap == 2*time.Millisecond {
+				require.InEpsilon(t, want, st.ProducedLoss(), 0.10)
+			} else {
+				require.GreaterOrEqual(t, st.ProducedLoss(), want*0.95)
+				require.LessOrEqual(t, st.ProducedLoss(), want*1.15)
+			}
+		}
+	}
+}
+
+func TestChannelAhead(t *testing.T) {
+	g := GE{P: 0.03, R: 0.15, LossGood: 0.005, LossBad: 0.3}
+	ch := NewChannel(g, 9, 0)
+	piB := g.P / (g.P + g.R)
+	for _, k := range []int{1, 5, 20, 1000} {
+		const n = 100_000
+		bad := 0
+		for range n {
+			if ch.Ahead(GEBad, k) == GEBad {
+				bad++
+			}
+		}
+		want := piB + (1-piB)*math.Pow(1-g.P-g.R, float64(k))
+		require.InDelta(t, want, float64(bad)/n, 0.01, "k=%d", k)
+	}
+	require.Equal(t, GEBad, ch.Ahead(GEBad, 0))
+	require.Equal(t, GEGood, NewChannel(GE{LossGood: 1}, 1, 0).Ahead(GEGood, 5), "p = r = 0 never moves")
+	require.True(t, NewChannel(GE{LossBad: 1, P: 1, R: 1}, 1, 0).LostIn(GEBad))
+	require.False(t, NewChannel(GE{LossBad: 1, P: 1, R: 1}, 1, 0).LostIn(GEGood))
+}
