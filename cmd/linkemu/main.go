@@ -115,16 +115,11 @@ func lookupProfile(o options) (linkemu.Profile, error) {
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	lproto, listen, err := linkemu.ParseEndpoint(o.listen)
-	if err != nil {
+	if _, _, err := linkemu.ParseEndpoint(o.listen); err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	uproto, upstream, err := linkemu.ParseEndpoint(o.upstream)
-	if err != nil {
+	if _, _, err := linkemu.ParseEndpoint(o.upstream); err != nil {
 		return fmt.Errorf("--upstream: %w", err)
-	}
-	if lproto != uproto {
-		return fmt.Errorf("--listen is %s but --upstream is %s: both must use the same protocol", lproto, uproto)
 	}
 	profile, err := lookupProfile(o)
 	if err != nil {
@@ -149,17 +144,13 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 		cfg.Profile, _ = toggle.Phase(0)
 	}
-	var p linkemu.Proxy
-	if lproto == "udp" {
-		p, err = linkemu.NewUDPProxy(listen, upstream, cfg)
-	} else {
-		p, err = linkemu.NewTCPProxy(listen, upstream, cfg)
-	}
+	p, err := linkemu.NewProxy(o.listen, o.upstream, cfg)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	fmt.Fprintf(stderr, "linkemu: %s/%s -> %s/%s profile=%s seed=%d toggle=%v\n", lproto, p.Addr(), uproto, upstream, profile.Name, o.seed, o.toggle)
+	proto, _, _ := strings.Cut(o.listen, "/")
+	fmt.Fprintf(stderr, "linkemu: %s/%s -> %s profile=%s seed=%d toggle=%v\n", proto, p.Addr(), o.upstream, profile.Name, o.seed, o.toggle)
 
 	if o.duration > 0 {
 		var cancel context.CancelFunc

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // lossy is a profile that loses a lot (expected 8.75 %) with a little delay
@@ -245,4 +246,45 @@ func TestUDPProxyPhases(t *testing.T) {
 	require.InDelta(t, 1000*lossy.ToGateway.ExpectedLoss()/1400, st.ExpectedLoss(ToGateway), 1e-9)
 	require.Positive(t, ph[1].Duration)
 	t.Logf("produced %.4f vs expected %.4f over the run", st.ToGateway.ProducedLoss(), st.ExpectedLoss(ToGateway))
+}
+
+func TestUDPProxyCloseLeavesNoGoroutine(t *testing.T) {
+	echo := startUDPEcho(t) // its goroutine ends in t.Cleanup
+	before := goleak.IgnoreCurrent()
+	strong, err := LookupProfile("strong")
+	require.NoError(t, err)
+	px, err := NewProxy("udp/127.0.0.1:0", "udp/"+echo.addr(), Config{Profile: strong})
+	require.NoError(t, err)
+	p := px.(*UDPProxy)
+	for i := range 3 {
+		c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(mustAddrPort(t, p.Addr())))
+		require.NoError(t, err)
+		defer c.Close()
+		for range 50 { // some still in the delay lines when Close comes
+			_, err = c.Write([]byte{byte(i)})
+			require.NoError(t, err)
+		}
+	}
+	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if p.Stats().Active != 3 {
+			return errString("mappings not up")
+		}
+		return nil
+	})
+	require.NoError(t, p.Close())
+	require.NoError(t, p.Close(), "idempotent")
+	goleak.VerifyNone(t, before)
+}
+
+func TestNewProxyChecksEndpoints(t *testing.T) {
+	_, err := NewProxy("tcp/127.0.0.1:0", "udp/127.0.0.1:7447", Config{})
+	require.ErrorContains(t, err, "same protocol")
+	_, err = NewProxy("tcp/192.0.2.1:0", "tcp/127.0.0.1:7447", Config{})
+	require.ErrorIs(t, err, ErrNotLoopback)
+	_, err = NewProxy("tcp/127.0.0.1:0", "quic/127.0.0.1:7447", Config{})
+	require.ErrorContains(t, err, "upstream")
+	p, err := NewProxy("tcp/127.0.0.1:0", "tcp/127.0.0.1:7447", Config{})
+	require.NoError(t, err)
+	require.IsType(t, &TCPProxy{}, p)
+	require.NoError(t, p.Close())
 }
