@@ -46,4 +46,3 @@ func TestMetrics(t *testing.T) {
 	nilM.packet(ToDevice, 1) // a nil *Metrics records nothing
 	nilM.delivered(ToDevice, 1, time.Millisecond)
 }
-

@@ -60,8 +60,9 @@ func (tg Toggle) Phase(elapsed time.Duration) (Profile, bool) {
 }
 
 // Run applies the first phase at once, then switches at start + k·Period
-// (no drift) until ctx is done, and returns ctx's error; or the first
-// error of SetProfile.
+// (no drift; if it wakes up more than a period late, it skips to the
+// phase of the current time rather than replaying missed ones) until ctx
+// is done, and returns ctx's error, or the first error of SetProfile.
 func (tg Toggle) Run(ctx context.Context, s Switcher) error {
 	if err := tg.Validate(); err != nil {
 		return err
@@ -70,11 +71,15 @@ func (tg Toggle) Run(ctx context.Context, s Switcher) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
-	for k := time.Duration(0); ; k++ {
-		p, _ := tg.Phase(k * tg.Period)
-		if err := s.SetProfile(p); err != nil {
-			return err
+	applied := time.Duration(-1) // phase index last applied
+	for {
+		k := time.Since(start) / tg.Period
+		if p, on := tg.Phase(k * tg.Period); applied < 0 || on != tg.isOn(applied) {
+			if err := s.SetProfile(p); err != nil {
+				return err
+			}
 		}
+		applied = k
 		timer.Reset(time.Until(start.Add((k + 1) * tg.Period)))
 		select {
 		case <-ctx.Done():
@@ -82,4 +87,9 @@ func (tg Toggle) Run(ctx context.Context, s Switcher) error {
 		case <-timer.C:
 		}
 	}
+}
+
+func (tg Toggle) isOn(k time.Duration) bool {
+	_, on := tg.Phase(k * tg.Period)
+	return on
 }

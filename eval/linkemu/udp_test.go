@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 )
 
 // lossy is a profile that loses a lot (expected 8.75 %) with a little delay
@@ -21,6 +22,13 @@ var lossy = Profile{Name: "lossy",
 // most window unprocessed by the proxy so that no socket buffer overflows,
 // and returns what came back, in arrival order.
 func udpRun(t *testing.T, p *UDPProxy, echo *udpEcho, n, size, window int) (back []uint32) {
+	t.Helper()
+	return udpRunFrom(t, p, echo, 0, n, size, window)
+}
+
+// udpRunFrom is udpRun for datagrams numbered first… on a proxy that has
+// already relayed the first ones.
+func udpRunFrom(t *testing.T, p *UDPProxy, echo *udpEcho, first, n, size, window int) (back []uint32) {
 	t.Helper()
 	c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(mustAddrPort(t, p.Addr())))
 	require.NoError(t, err)
@@ -41,7 +49,7 @@ func udpRun(t *testing.T, p *UDPProxy, echo *udpEcho, n, size, window int) (back
 		}
 	}()
 	msg := make([]byte, size)
-	for i := range n {
+	for i := first; i < first+n; i++ {
 		for inFlight(p.Stats(), i) >= window {
 			time.Sleep(100 * time.Microsecond)
 		}
@@ -49,14 +57,14 @@ func udpRun(t *testing.T, p *UDPProxy, echo *udpEcho, n, size, window int) (back
 		_, err := c.Write(msg)
 		require.NoError(t, err)
 	}
-	settled(t, p, uint64(n))
+	settled(t, p, uint64(first+n))
 	checkFor(t, 10*time.Second, 5*time.Millisecond, func() error { // every echo entered the link
 		if p.Stats().ToDevice.Packets != uint64(len(echo.received())) {
 			return errString("echoes in flight")
 		}
 		return nil
 	})
-	settled(t, p, uint64(n))
+	settled(t, p, uint64(first+n))
 	return <-recvDone
 }
 
@@ -214,3 +222,69 @@ func TestUDPProxyIdleMappingEnds(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestUDPProxyPhases(t *testing.T) {
+	echo := startUDPEcho(t)
+	p := startUDPProxy(t, echo.addr(), Config{Seed: 2})
+	udpRunFrom(t, p, echo, 0, 200, 16, 32)
+	require.NoError(t, p.SetProfile(lossy))
+	udpRunFrom(t, p, echo, 200, 1000, 16, 32)
+	require.NoError(t, p.SetProfile(Clean))
+	udpRunFrom(t, p, echo, 1200, 200, 16, 32)
+	st := p.Stats()
+	ph := st.Phases()
+	require.Len(t, ph, 3)
+	require.Equal(t, []string{"clean", "lossy", "clean"}, []string{ph[0].Profile, ph[1].Profile, ph[2].Profile})
+	g := func(i int) DirStats { return ph[i].Counters[ToGateway] }
+	require.EqualValues(t, 200, g(0).Sent)
+	require.Zero(t, g(0).Lost)
+	require.EqualValues(t, 1000, g(1).Sent)
+	require.Positive(t, g(1).Lost)
+	require.EqualValues(t, 200, g(2).Sent)
+	require.Zero(t, g(2).Lost)
+	require.Equal(t, st.ToGateway.Lost, g(1).Lost)
+	require.InDelta(t, 1000*lossy.ToGateway.ExpectedLoss()/1400, st.ExpectedLoss(ToGateway), 1e-9)
+	require.Positive(t, ph[1].Duration)
+	t.Logf("produced %.4f vs expected %.4f over the run", st.ToGateway.ProducedLoss(), st.ExpectedLoss(ToGateway))
+}
+
+func TestUDPProxyCloseLeavesNoGoroutine(t *testing.T) {
+	echo := startUDPEcho(t) // its goroutine ends in t.Cleanup
+	before := goleak.IgnoreCurrent()
+	strong, err := LookupProfile("strong")
+	require.NoError(t, err)
+	px, err := NewProxy("udp/127.0.0.1:0", "udp/"+echo.addr(), Config{Profile: strong})
+	require.NoError(t, err)
+	p := px.(*UDPProxy)
+	for i := range 3 {
+		c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(mustAddrPort(t, p.Addr())))
+		require.NoError(t, err)
+		defer c.Close()
+		for range 50 { // some still in the delay lines when Close comes
+			_, err = c.Write([]byte{byte(i)})
+			require.NoError(t, err)
+		}
+	}
+	checkFor(t, 5*time.Second, 5*time.Millisecond, func() error {
+		if p.Stats().Active != 3 {
+			return errString("mappings not up")
+		}
+		return nil
+	})
+	require.NoError(t, p.Close())
+	require.NoError(t, p.Close(), "idempotent")
+	goleak.VerifyNone(t, before)
+}
+
+func TestNewProxyChecksEndpoints(t *testing.T) {
+	_, err := NewProxy("tcp/127.0.0.1:0", "udp/127.0.0.1:7447", Config{})
+	require.ErrorContains(t, err, "same protocol")
+	_, err = NewProxy("tcp/192.0.2.1:0", "tcp/127.0.0.1:7447", Config{})
+	require.ErrorIs(t, err, ErrNotLoopback)
+	_, err = NewProxy("tcp/127.0.0.1:0", "quic/127.0.0.1:7447", Config{})
+	require.ErrorContains(t, err, "upstream")
+	p, err := NewProxy("tcp/127.0.0.1:0", "tcp/127.0.0.1:7447", Config{})
+	require.NoError(t, err)
+	require.IsType(t, &TCPProxy{}, p)
+	require.NoError(t, p.Close())
+}
