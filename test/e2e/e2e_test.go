@@ -69,10 +69,14 @@ type gateway struct {
 	exited chan error
 }
 
-func startGateway(t *testing.T, bin, cfgFile string, zport, hport int) *gateway {
+func startGateway(t *testing.T, bin, cfgFile string, zport, hport int, extra ...string) *gateway {
 	t.Helper()
 	g := &gateway{zenoh: fmt.Sprintf("tcp/127.0.0.1:%d", zport), http: fmt.Sprintf("127.0.0.1:%d", hport), exited: make(chan error, 1)}
-	g.cmd = exec.Command(bin, "run", "-c", cfgFile, "-l", g.zenoh, "--metrics", g.http, "--log-level", "debug")
+	args := []string{"run", "-l", g.zenoh, "--metrics", g.http, "--log-level", "debug"}
+	if cfgFile != "" {
+		args = append(args, "-c", cfgFile)
+	}
+	g.cmd = exec.Command(bin, append(args, extra...)...)
 	g.cmd.Env = append(os.Environ(), "ROS_DOMAIN_ID=") // the file's domain
 	stderr, err := g.cmd.StderrPipe()
 	require.NoError(t, err)
@@ -389,4 +393,76 @@ classifier:
 	case <-time.After(15 * time.Second):
 		t.Fatal("picobridge did not stop on SIGTERM")
 	}
+}
+
+const mumbleBag = "/work/shared/data/mumble_rplidar_imu/hallway_room_loop"
+
+// pySub is a Python (eclipse-zenoh, the Rust implementation) subscriber
+// that prints "ready" once declared, then the number of samples and the
+// distinct payload sizes it received when stdin closes.
+const pySub = `
+import sys, zenoh
+c = zenoh.Config()
+c.insert_json5("mode", '"client"')
+c.insert_json5("connect/endpoints", '["%s"]' % sys.argv[1])
+s = zenoh.open(c)
+n = [0]; sizes = set()
+def cb(smp):
+    n[0] += 1
+    sizes.add(len(smp.payload.to_bytes()))
+sub = s.declare_subscriber(sys.argv[2], cb)
+print("ready", flush=True)
+sys.stdin.read()
+print("received", n[0], "sizes", " ".join(str(x) for x in sorted(sizes)), flush=True)
+s.close()
+`
+
+// TestE2EBagReplayToPythonClient is the acceptance path as a new user runs
+// it: `picobridge run` (no configuration file: the embedded default, only
+// the ports and domain moved for the test), `picobridge bag replay` of the
+// mumble bag's /scan, and a Python Zenoh client subscribed to "scan" that
+// must receive every replayed LaserScan.
+func TestE2EBagReplayToPythonClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts processes")
+	}
+	if err := exec.Command("python3", "-c", "import zenoh").Run(); err != nil {
+		t.Skip("python3 with eclipse-zenoh is not installed (docs/interop.md)")
+	}
+	if _, err := os.Stat(mumbleBag); err != nil {
+		t.Skip("bag not present: " + mumbleBag)
+	}
+	dir := t.TempDir()
+	bin := buildPicobridge(t, dir)
+	domain := 1 + rand.IntN(19)
+	zport, hport := freePort(t), freePort(t)
+	gw := startGateway(t, bin, "", zport, hport, "--domain", fmt.Sprint(domain))
+
+	py := exec.Command("python3", "-c", pySub, gw.zenoh, "scan")
+	stdin, err := py.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := py.StdoutPipe()
+	require.NoError(t, err)
+	py.Stderr = os.Stderr
+	require.NoError(t, py.Start())
+	t.Cleanup(func() { _ = py.Process.Kill(); _ = py.Wait() })
+	lines := bufio.NewScanner(stdout)
+	require.True(t, lines.Scan())
+	require.Equal(t, "ready", lines.Text())
+
+	rep := exec.Command(bin, "bag", "replay", "--domain", fmt.Sprint(domain), "--topics", "/scan", "--duration", "4s", mumbleBag)
+	out, err := rep.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var sent int
+	for _, l := range strings.Split(string(out), "\n") {
+		if _, err := fmt.Sscanf(strings.TrimSpace(l), "/scan: sent %d,", &sent); err == nil {
+			break
+		}
+	}
+	require.Positive(t, sent, "%s", out)
+	time.Sleep(time.Second)
+	require.NoError(t, stdin.Close())
+	require.True(t, lines.Scan())
+	t.Logf("replay: %s; python: %s", strings.TrimSpace(strings.Split(string(out), "\n")[0]), lines.Text())
+	require.Equal(t, fmt.Sprintf("received %d sizes 1504", sent), lines.Text())
 }
