@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
@@ -29,9 +30,48 @@ type FaceObserver interface {
 
 // Face is a handle on one router face, for the gateway.
 type Face struct {
-	f *face
-	s *transport.Session
+	f  *face
+	s  *transport.Session
+	ol *observedLink
 }
+
+// DivertFunc takes a sample the router routes to a face (a PUT, with its
+// full key; payload is only valid during the call) instead of the face's
+// transport; it returns false to let the sample go to the transport.
+type DivertFunc func(key string, payload []byte) bool
+
+// SetDivert makes the router hand the PUTs it routes to this face to fn
+// (the gateway's lanes) instead of sending them; nil restores plain
+// routing. Messages sent with Face.Send are never diverted.
+func (h Face) SetDivert(fn DivertFunc) {
+	if h.ol == nil {
+		return
+	}
+	if fn == nil {
+		h.ol.divert.Store(nil)
+		return
+	}
+	h.ol.divert.Store(&fn)
+}
+
+// observedLink is the link of a face accepted by ListenObserved.
+type observedLink struct {
+	inner  link
+	divert atomic.Pointer[DivertFunc]
+}
+
+func (l *observedLink) send(m wire.NetworkMessage, o sendOptions) error {
+	if d := l.divert.Load(); d != nil {
+		if p, ok := m.(*wire.Push); ok {
+			if put, ok := p.Body.(*wire.Put); ok && p.WireExpr.Scope == 0 && (*d)(p.WireExpr.Suffix, put.Payload) {
+				return nil
+			}
+		}
+	}
+	return l.inner.send(m, o)
+}
+
+func (l *observedLink) close() { l.inner.close() }
 
 // ID is the face's router-wide id.
 func (h Face) ID() uint64 { return h.f.id }
@@ -68,7 +108,11 @@ var ErrFaceQueueFull = errors.New("zenohpath: face queue full")
 // Send sends one message to the face alone (counted as routed/dropped like
 // any routed message). A full queue gives ErrFaceQueueFull.
 func (h Face) Send(m wire.NetworkMessage, o SendOptions) error {
-	err := h.f.link.send(m, sendOptions{Reliable: o.Reliable, Express: o.Express, Block: o.Block, Priority: o.Priority})
+	l := h.f.link
+	if h.ol != nil {
+		l = h.ol.inner
+	}
+	err := l.send(m, sendOptions{Reliable: o.Reliable, Express: o.Express, Block: o.Block, Priority: o.Priority})
 	switch {
 	case err == nil:
 		h.f.r.metrics.routedInc("push")
@@ -88,15 +132,17 @@ func (h Face) Send(m wire.NetworkMessage, o SendOptions) error {
 // accepted on the endpoint.
 func (r *Router) ListenObserved(ctx context.Context, endpoint string, obs FaceObserver) (*transport.Listener, error) {
 	accept := func(s *transport.Session) transport.Handler {
-		h := r.accept(s)
-		if h == nil {
+		// As Router.accept, with the face's link wrapped so that the
+		// gateway may divert what is routed to it.
+		fh := newFaceHandler(r)
+		ol := &observedLink{inner: sessionLink{s}}
+		f, ok := r.addFace(ol, s.PeerZID(), s.PeerWhatAmI(), false)
+		if !ok {
 			return nil
 		}
-		fh, ok := h.(*faceHandler)
-		if !ok || fh.f == nil {
-			return h
-		}
-		face := Face{f: fh.f, s: s}
+		f.log.Info("session accepted", "remote", addrString(s), "batch", s.BatchSize(), "lease", s.PeerLease())
+		fh.attach(f)
+		face := Face{f: f, s: s, ol: ol}
 		obs.FaceOpened(face)
 		return &observedHandler{fh: fh, face: face, obs: obs}
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"strings"
@@ -42,9 +43,9 @@ func (d *devices) FaceOpened(f zenohpath.Face) {
 	d.mu.Lock()
 	d.byFace[f.ID()] = df
 	d.mu.Unlock()
-	zid := f.ZID().String()
+	zid := strings.TrimLeft(f.ZID().String(), "0")
 	for _, dc := range d.s.cfg.Devices.List {
-		if dc.ZID != "" && strings.EqualFold(strings.TrimPrefix(strings.ToLower(dc.ZID), "0x"), zid) {
+		if dc.ZID != "" && strings.TrimLeft(strings.TrimPrefix(strings.ToLower(dc.ZID), "0x"), "0") == zid {
 			d.attach(df, "")
 			return
 		}
@@ -79,6 +80,7 @@ func (d *devices) FaceClosed(f zenohpath.Face) {
 	delete(d.byFace, f.ID())
 	d.mu.Unlock()
 	if df != nil && df.dev != nil {
+		df.face.SetDivert(nil)
 		df.dev.Detach()
 		d.s.stats.devices.Dec()
 	}
@@ -88,7 +90,7 @@ func (d *devices) FaceClosed(f zenohpath.Face) {
 // session's receive goroutine, so df needs no lock of its own; d.mu makes
 // dev visible to isDevice.
 func (d *devices) attach(df *devFace, name string) {
-	dev, err := d.s.gw.Attach(bridge.DeviceIdentity{ZID: df.face.ZID().String(), Name: name}, faceSink{df.face})
+	dev, err := d.s.gw.Attach(bridge.DeviceIdentity{ZID: zidHex(df.face.ZID()), Name: name}, faceSink{df.face})
 	if err != nil {
 		d.s.log.Warn("device not attached", "zid", df.face.ZID().String(), "name", name, "err", err)
 		return
@@ -97,6 +99,18 @@ func (d *devices) attach(df *devFace, name string) {
 	df.dev = dev
 	d.mu.Unlock()
 	d.s.stats.devices.Inc()
+	// What the router routes to the device from other faces (upstream
+	// Zenoh, other devices, clients) goes through its lanes too, with the
+	// criticality of the ROS name its key maps back to.
+	gw := d.s.gw
+	df.face.SetDivert(func(key string, payload []byte) bool {
+		if strings.HasPrefix(key, "@") {
+			return false // verbatim keys (probes, admin) stay plain
+		}
+		route := gw.RouteForKey(key)
+		dev.Offer(bridge.Sample{Key: key, Payload: bytes.Clone(payload)}, route.Criticality)
+		return true
+	})
 	d.sync(df, df.face.Subscriptions())
 }
 
@@ -112,6 +126,16 @@ func (d *devices) sync(df *devFace, subs []string) {
 		}
 	}
 	df.subs = subs
+}
+
+// zidHex is the zid as zenohd prints it, padded to whole bytes (the
+// gateway wants even-length hex; String drops leading zeros).
+func zidHex(z wire.ZID) string {
+	h := z.String()
+	if len(h)%2 == 1 {
+		h = "0" + h
+	}
+	return h
 }
 
 // faceSink is a device's egress: the lanes send through the device's face.

@@ -113,6 +113,19 @@ metrics:
 	require.Equal(t, uint64(5), d.Lanes["express"].Forwarded)
 	require.Equal(t, uint64(5), r.samples.Load())
 
+	// Samples from another face (a plain client) reach the device through
+	// its lanes too: "fast" (critical) on the express lane, "other" batched.
+	for i := range 3 {
+		require.NoError(t, plain.Put("fast", []byte{byte('a' + i)}, nil))
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, plain.Put("other", []byte("o"), nil))
+	eventually(t, "device got the client's samples", func() bool { return len(devGot.get()) == 9 })
+	require.Equal(t, []string{"fast=a", "fast=b", "fast=c", "other=o"}, devGot.get()[5:])
+	d = s.Gateway().Devicez(bridge.DevicezOptions{Device: "dev1"}).Devices[0]
+	require.Equal(t, uint64(8), d.Lanes["express"].Forwarded)
+	require.Equal(t, uint64(1), d.Lanes["batched"].Forwarded)
+
 	base := "http://" + s.HTTPAddr()
 	for _, p := range []string{bridge.PathHealthz, bridge.PathDevicez, PathRoutez, bridge.PathMetrics} {
 		resp, err := http.Get(base + p)
@@ -146,7 +159,7 @@ metrics:
 	require.NoError(t, dev.Close())
 	eventually(t, "device detached", func() bool { return s.Gateway().Device("dev1") == nil })
 	b.forward(r, &ddspath.Sample{CDR: []byte{0, 1, 0, 0, 'x'}}, opts)
-	eventually(t, "plain got the 6th", func() bool { return len(plainGot.get()) == 6 })
+	eventually(t, "plain got the last one", func() bool { return len(plainGot.get()) == 9 }) // 5 + its own 3 (local delivery) + 1
 }
 
 // A face whose zid is listed in devices.list is a device from the start.
@@ -167,4 +180,13 @@ metrics:
 	require.NoError(t, err)
 	defer c.Close()
 	eventually(t, "device attached by zid", func() bool { return s.Gateway().Device("byzid") != nil })
+}
+
+func TestZIDHexEvenLength(t *testing.T) {
+	z, err := ParseZID("9cb8131389c7cb3b698b640e05f5c63")
+	require.NoError(t, err)
+	require.Equal(t, "09cb8131389c7cb3b698b640e05f5c63", zidHex(z))
+	z, err = ParseZID("1234abcd")
+	require.NoError(t, err)
+	require.Equal(t, "1234abcd", zidHex(z))
 }
