@@ -365,3 +365,28 @@ func TestCloseWithFullChannels(t *testing.T) {
 		t.Fatal("Close blocked on full channels")
 	}
 }
+
+func TestQuerier(t *testing.T) {
+	r, _ := newTestRouter(t)
+	srv := openInProcess(t, r)
+	cli := openInProcess(t, r)
+	qr, err := cli.DeclareQuerier("svc/echo", &QuerierOptions{Target: QueryTargetAllComplete, Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	require.False(t, qr.HasMatchingQueryables())
+	_, err = srv.DeclareQueryable("svc/echo", func(q *Query) {
+		_ = q.Reply(q.KeyExpr(), append([]byte(q.Parameters()+":"), q.Payload()...), nil)
+	}, &QueryableOptions{Complete: true})
+	require.NoError(t, err)
+	require.True(t, qr.HasMatchingQueryables())
+	replies, err := qr.Get("n=1", &QuerierGetOptions{Payload: []byte("hi")})
+	require.NoError(t, err)
+	var got []string
+	for rep := range replies {
+		s, ok := rep.Ok()
+		require.True(t, ok)
+		got = append(got, string(s.Payload()))
+	}
+	require.Equal(t, []string{"n=1:hi"}, got)
+	require.Equal(t, "svc/echo", qr.KeyExpr())
+	require.NoError(t, qr.Undeclare())
+}
