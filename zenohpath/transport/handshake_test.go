@@ -245,3 +245,59 @@ func TestAcceptRejectsTinyBatch(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, wire.CloseInvalid, c.Reason)
 }
+
+// TestAcceptRefused: accept returning nil refuses the session with
+// CLOSE(MAX_SESSIONS) after OPEN.
+func TestAcceptRefused(t *testing.T) {
+	ln, err := Listen(context.Background(), "tcp/127.0.0.1:0", testConfig(), func(*Session) Handler { return nil })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	p := dialRaw(t, ln)
+	p.send(&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: testZID(), Resolution: wire.DefaultResolution, BatchSize: 65535})
+	ack := p.recvMsg(5 * time.Second).(*wire.InitAck)
+	p.send(&wire.OpenSyn{Lease: 10 * time.Second, Cookie: append([]byte(nil), ack.Cookie...)})
+	_ = p.recvMsg(5 * time.Second).(*wire.OpenAck)
+	c, ok := p.recvSkipKA(5 * time.Second).(*wire.Close)
+	require.True(t, ok)
+	require.Equal(t, wire.CloseMaxSessions, c.Reason)
+	require.Eventually(t, func() bool { return len(ln.Sessions()) == 0 }, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestListenContextCancel: cancelling Listen's context closes the listener
+// and its sessions.
+func TestListenContextCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ln, err := Listen(ctx, "tcp/127.0.0.1:0", testConfig(), func(*Session) Handler { return newRecorder() })
+	require.NoError(t, err)
+	dc := testConfig()
+	dc.WhatAmI = wire.WhatAmIClient
+	crec := newRecorder()
+	s, err := Dial(context.Background(), ln.Endpoint(), dc, crec)
+	require.NoError(t, err)
+	// (A link still in handshake when the Listener closes is cut without CLOSE.)
+	require.Eventually(t, func() bool { return len(ln.Sessions()) == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	ce := crec.waitClose(t, 5*time.Second)
+	require.Equal(t, ReasonRemoteClose, ce.Reason)
+	require.Equal(t, wire.CloseGeneric, ce.Remote)
+	<-s.Done()
+	require.NoError(t, ln.Close())
+	_, err = Dial(context.Background(), ln.Endpoint(), dc, newRecorder())
+	require.Error(t, err)
+}
+
+func TestParseEndpoint(t *testing.T) {
+	for in, want := range map[string]Endpoint{
+		"tcp/127.0.0.1:7447":         {"tcp", "127.0.0.1:7447"},
+		"udp/[::1]:7447":             {"udp", "[::1]:7447"},
+		"tcp/localhost:7447#iface=x": {"tcp", "localhost:7447"},
+	} {
+		got, err := ParseEndpoint(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got)
+	}
+	for _, bad := range []string{"", "tcp", "tls/1.2.3.4:5", "tcp/1.2.3.4", "127.0.0.1:7447"} {
+		_, err := ParseEndpoint(bad)
+		require.Error(t, err, bad)
+	}
+}

@@ -172,19 +172,20 @@ func (ln *Listener) run(l link) {
 	delete(ln.links, l)
 	closed := ln.closed
 	ln.mu.Unlock()
-	if err != nil || closed {
-		if err != nil {
-			cfg.Logger.Info("transport: handshake failed", "remote", l.remoteAddr().String(), "err", err)
-			cfg.Metrics.closedHandshake()
-		}
+	if err != nil {
+		cfg.Logger.Info("transport: handshake failed", "remote", l.remoteAddr().String(), "err", err)
+		cfg.Metrics.closedHandshake()
 		_ = l.close()
 		return
 	}
 	s := newSession(cfg, l, p, nopHandler{})
 	s.onEnd = ln.forget
 	ln.mu.Lock()
-	if ln.closed {
+	if closed || ln.closed {
 		ln.mu.Unlock()
+		// Opened while the Listener was closing: tell the peer.
+		h := &hs{l: l, deadline: time.Now().Add(closeGrace)}
+		_ = h.write(&wire.Close{Session: true, Reason: ReasonShutdown.Wire()})
 		_ = l.close()
 		return
 	}
