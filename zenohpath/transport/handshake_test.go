@@ -154,6 +154,14 @@ func TestAcceptNegotiatesMinimum(t *testing.T) {
 	require.Equal(t, 4096, s.BatchSize())
 	require.Equal(t, 3500*time.Millisecond, s.PeerLease())
 
+	// S with the default values is still echoed (pico's rule: S in ⇒ S out).
+	p3 := dialRaw(t, ln)
+	p3.send(&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: testZID(), HasSize: true, Resolution: wire.DefaultResolution, BatchSize: 65535})
+	ack = p3.recvMsg(5 * time.Second).(*wire.InitAck)
+	require.True(t, ack.HasSize)
+	require.EqualValues(t, 4096, ack.BatchSize)
+	require.Equal(t, wire.DefaultResolution, ack.Resolution)
+
 	// Resolution: 16-bit SN proposed → 16-bit used (mask 0x3fff).
 	p2 := dialRaw(t, ln)
 	p2.send(&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: testZID(), HasSize: true, Resolution: 0x09, BatchSize: 1000})
@@ -300,4 +308,20 @@ func TestParseEndpoint(t *testing.T) {
 		_, err := ParseEndpoint(bad)
 		require.Error(t, err, bad)
 	}
+}
+
+func TestSEchoWithDefaults(t *testing.T) {
+	ln, _, _ := startListener(t, testConfig())
+	p := dialRaw(t, ln)
+	p.send(&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: testZID(), HasSize: true, Resolution: wire.DefaultResolution, BatchSize: 65535})
+	ack := p.recvMsg(5 * time.Second).(*wire.InitAck)
+	require.True(t, ack.HasSize, "InitSyn had S (even with default values) ⇒ InitAck has S")
+	require.EqualValues(t, 65535, ack.BatchSize)
+}
+
+func TestMinResolution(t *testing.T) {
+	require.EqualValues(t, 0x0a, minResolution(0x0a, 0x0f))
+	require.EqualValues(t, 0x05, minResolution(0x09, 0x06))
+	require.True(t, resolutionLE(0x05, 0x0a))
+	require.False(t, resolutionLE(0x0b, 0x0a))
 }
