@@ -111,9 +111,6 @@ func (ln *Listener) Close() error {
 	if ln.tcp != nil {
 		err = ln.tcp.Close()
 	}
-	if ln.udp != nil {
-		err = ln.udp.Close()
-	}
 	for l := range ln.links {
 		_ = l.close()
 	}
@@ -124,6 +121,13 @@ func (ln *Listener) Close() error {
 	ln.mu.Unlock()
 	for _, s := range sessions {
 		_ = s.Close(ReasonShutdown)
+	}
+	// The UDP socket carries the sessions' CLOSE: close it after them.
+	for _, s := range sessions {
+		<-s.Done()
+	}
+	if ln.udp != nil {
+		err = ln.udp.Close()
 	}
 	ln.wg.Wait()
 	return err
