@@ -94,7 +94,7 @@ func (l *link) datagram(now time.Time, n int, ordered bool) (time.Time, verdict)
 	l.st.Packets++
 	l.st.BytesIn += uint64(n)
 	l.m.packet(l.dir, n)
-	dep, ok := l.sh.reserve(now, n)
+	dep, ok := l.sh.reserve(now, n, true)
 	if !ok {
 		l.st.QueueDrops++
 		l.st.Dropped++
@@ -147,7 +147,7 @@ func (l *link) segment(now time.Time, n int) time.Time {
 		}
 	}
 	l.prev = now
-	dep, _ := l.sh.reserve(now, n) // never full: TCP pushes back before this
+	dep, _ := l.sh.reserve(now, n, false) // TCP pushes back per connection instead
 	if !l.transmit() {
 		return dep.Add(l.delay())
 	}

@@ -44,23 +44,26 @@ func TestBitrateTxTime(t *testing.T) {
 func TestShaperSerializesAndBoundsBacklog(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	s := shaper{rate: 8000, limit: 3000} // 1000 bytes per second
-	d, ok := s.reserve(t0, 1000)
+	d, ok := s.reserve(t0, 1000, true)
 	require.True(t, ok)
 	require.Equal(t, t0.Add(time.Second), d)
-	d, ok = s.reserve(t0, 1000) // waits behind the first
+	d, ok = s.reserve(t0, 1000, true) // waits behind the first
 	require.True(t, ok)
 	require.Equal(t, t0.Add(2*time.Second), d)
-	d, ok = s.reserve(t0, 1000)
+	d, ok = s.reserve(t0, 1000, true)
 	require.True(t, ok)
 	require.Equal(t, t0.Add(3*time.Second), d)
-	_, ok = s.reserve(t0, 1000) // 3000 bytes queued ahead: full
+	_, ok = s.reserve(t0, 1000, true) // 3000 bytes queued ahead: full
 	require.False(t, ok)
-	d, ok = s.reserve(t0.Add(10*time.Second), 500) // idle again
+	d, ok = s.reserve(t0, 1000, false) // unbounded (TCP) still books
+	require.True(t, ok)
+	require.Equal(t, t0.Add(4*time.Second), d)
+	d, ok = s.reserve(t0.Add(10*time.Second), 500, true) // idle again
 	require.True(t, ok)
 	require.Equal(t, t0.Add(10500*time.Millisecond), d)
 
 	u := shaper{}
-	d, ok = u.reserve(t0, 1<<30)
+	d, ok = u.reserve(t0, 1<<30, true)
 	require.True(t, ok)
 	require.Equal(t, t0, d)
 }
