@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 mkdir -p bin
 go build -tags cyclonedds -o bin/picobridge ./cmd/picobridge
-exec bin/picobridge router -l tcp/127.0.0.1:7447 -l udp/127.0.0.1:7447 "$@"
+exec bin/picobridge run "$@"    # docs/run.md; the embedded default: tcp+udp 7447, DDS domain 0, HTTP 127.0.0.1:9464
