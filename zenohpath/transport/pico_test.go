@@ -235,7 +235,7 @@ func TestPicoKeepAliveShortLease(t *testing.T) {
 	st := s.Stats()
 	// pico: keep-alive every min(10 s, 1 s)/3; us: every 1 s/4.
 	require.GreaterOrEqual(t, st.KeepAlivesRx, uint64(4), "pico keep-alives (a 10 s lease would give at most 1)")
-	require.GreaterOrEqual(t, st.KeepAlivesTx, uint64(12), "our keep-alives")
+	require.GreaterOrEqual(t, st.KeepAlivesTx, uint64(10), "our keep-alives (16 expected)")
 }
 
 // TestPicoLeaseExpiry: a frozen pico (SIGSTOP) is expired after its
@@ -255,7 +255,8 @@ func TestPicoLeaseExpiry(t *testing.T) {
 	start := time.Now()
 	ce := rec.waitClose(t, 15*time.Second)
 	require.Equal(t, ReasonExpired, ce.Reason)
-	require.InDelta(t, 10, time.Since(start).Seconds(), 1.5)
+	require.GreaterOrEqual(t, time.Since(start), 9500*time.Millisecond)
+	require.Less(t, time.Since(start), 14*time.Second)
 }
 
 // TestPicoPutUDP: z_put over udp/ to our UDP listener (datagram batches,
