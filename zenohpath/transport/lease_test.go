@@ -78,9 +78,9 @@ func TestLeaseExpiry(t *testing.T) {
 // stay open while idle (keep-alives in both directions).
 func TestLeaseKeptAliveByKeepAlives(t *testing.T) {
 	lcfg, dcfg := testConfig(), testConfig()
-	lcfg.Lease, dcfg.Lease = 200*time.Millisecond, 300*time.Millisecond
+	lcfg.Lease, dcfg.Lease = 600*time.Millisecond, 800*time.Millisecond
 	client, server, crec, srec := pair(t, "tcp", lcfg, dcfg)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(2500 * time.Millisecond)
 	select {
 	case err := <-crec.closed:
 		t.Fatal(err)
