@@ -22,6 +22,9 @@ const skipMsg = "SKIP: set ZENOH_PICO_DIR=<zenoh-pico build dir> to build and ru
 // pico returns the zenoh-pico build named by ZENOH_PICO_DIR, or skips.
 func pico(t *testing.T) responder.Pico {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("SKIP: -short skips the tests that compile and run C")
+	}
 	p, err := responder.PicoFromEnv()
 	if errors.Is(err, responder.ErrNoPico) {
 		t.Skip(skipMsg)
