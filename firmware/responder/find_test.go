@@ -47,7 +47,7 @@ func TestFindPico(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(src, "include"), p.Include[1])
 	require.True(t, slices.Contains(p.CFlags(), "-I"+filepath.Join(src, "include")))
-	require.True(t, slices.Contains(p.CFlags(), "-std=c11"))
+	require.True(t, slices.Contains(p.CFlags(), "-std=gnu11"))
 
 	_, err = responder.FindPico(t.TempDir(), src)
 	require.ErrorContains(t, err, "config.h")

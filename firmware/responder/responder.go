@@ -144,11 +144,13 @@ func CC() string {
 // warning-free at this level.
 var Warnings = []string{"-Wall", "-Wextra", "-Werror", "-pedantic"}
 
-// CFlags are the preprocessor and language flags for this host: C11 and
-// the platform macro zenoh-pico's headers select their types by (the same
-// ones zenoh-pico's CMake build exports to its examples).
+// CFlags are the preprocessor and language flags for this host: C11 with
+// GNU extensions, as zenoh-pico's own build uses (its headers need POSIX
+// struct timespec on Unix even in single-threaded builds), and the platform
+// macro the headers select their types by (the same ones zenoh-pico's CMake
+// build gives its examples).
 func (p Pico) CFlags() []string {
-	f := []string{"-std=c11", "-DZENOH_C_STANDARD=11"}
+	f := []string{"-std=gnu11", "-DZENOH_C_STANDARD=11"}
 	switch runtime.GOOS {
 	case "linux":
 		f = append(f, "-DZENOH_LINUX")

@@ -2,6 +2,7 @@ package responder_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -284,4 +285,39 @@ func TestResponderThroughGoRouter(t *testing.T) {
 	pub, err := obs.DeclarePublisher(bridge.PingKey(name), zenohpath.PublisherOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return !pub.HasMatchingSubscribers() }, interop.Scale(5*time.Second), 10*time.Millisecond)
+}
+
+// TestResponderCount: with -c N the responder leaves by itself once N pings
+// were answered, after the Nth pong went out, with exit status 0.
+func TestResponderCount(t *testing.T) {
+	p := pico(t)
+	bin, err := responder.Build(context.Background(), p, t.TempDir())
+	require.NoError(t, err)
+	r := zenohpath.NewRouter(zenohpath.RouterConfig{})
+	t.Cleanup(func() { _ = r.Close() })
+	ln, err := r.Listen(context.Background(), "tcp/127.0.0.1:0")
+	require.NoError(t, err)
+
+	const name, count = "counted", 20
+	dev := start(t, bin, "-m", "client", "-e", ln.Endpoint(), "-n", name, "-c", strconv.Itoa(count))
+	dev.waitLine("ready", 10*time.Second)
+	sess, err := zenohpath.Open(context.Background(), zenohpath.Config{Router: r})
+	require.NoError(t, err)
+	defer sess.Close()
+	c := newClient(t, sess, name)
+	c.warmUp()
+	for i := c.warmup; i < count; i++ {
+		sent := c.ping(uint32(i), 0)
+		got, ok := c.next(time.Second)
+		require.True(t, ok, "no pong for ping %d", i)
+		c.check(sent, got)
+	}
+	select {
+	case <-dev.exited:
+	case <-time.After(interop.Scale(5 * time.Second)):
+		t.Fatalf("the responder did not exit after %d pings", count)
+	}
+	require.Equal(t, 0, dev.cmd.ProcessState.ExitCode())
+	line := dev.waitLine("stats:", time.Second)
+	require.Contains(t, line, fmt.Sprintf("pings=%d pongs=%d ignored=0 errors=0 last_seq=%d", count, count, count-1))
 }

@@ -15,6 +15,9 @@
  * 32-bit unsigned long (71 minutes of microseconds) never wraps. */
 #define PICOBRIDGE_PROBE_REBASE_US 1000000000UL
 
+/* Longest wait in picobridge_probe_drop for a running callback, ms. */
+#define PICOBRIDGE_PROBE_DROP_WAIT_MS 1000
+
 static void put_le64(uint8_t *b, uint64_t v) {
     for (int i = 0; i < 8; i++) {
         b[i] = (uint8_t)(v >> (8 * i));
@@ -123,6 +126,14 @@ static void on_ping(z_loaned_sample_t *sample, void *arg) {
     p->pongs++;
 }
 
+/* Closure drop: zenoh-pico calls it once the subscription is gone and no
+ * callback runs any more (in-flight ones hold a reference until they
+ * return). */
+static void on_closure_drop(void *arg) {
+    picobridge_probe_t *p = (picobridge_probe_t *)arg;
+    p->callbacks_done = true;
+}
+
 void picobridge_probe_options_default(picobridge_probe_options_t *opts) {
     opts->clock_ns = NULL;
     opts->clock_ctx = NULL;
@@ -169,7 +180,7 @@ z_result_t picobridge_probe_init(picobridge_probe_t *p, const z_loaned_session_t
     ret = z_view_keyexpr_from_str(&ke, key);
     if (ret == _Z_RES_OK) {
         z_owned_closure_sample_t cb;
-        ret = z_closure_sample(&cb, on_ping, NULL, p);
+        ret = z_closure_sample(&cb, on_ping, on_closure_drop, p);
         if (ret == _Z_RES_OK) {
             ret = z_declare_subscriber(session, &p->sub, z_view_keyexpr_loan(&ke), z_closure_sample_move(&cb), NULL);
         }
@@ -187,7 +198,13 @@ void picobridge_probe_drop(picobridge_probe_t *p) {
         return;
     }
     p->declared = false;
+    /* Undeclare the subscriber first (the gateway stops probing), then wait
+     * for a callback that may still be publishing on another thread to
+     * return before the publisher goes. Single-threaded builds never wait. */
     z_subscriber_drop(z_subscriber_move(&p->sub));
+    for (int i = 0; !p->callbacks_done && i < PICOBRIDGE_PROBE_DROP_WAIT_MS; i++) {
+        z_sleep_ms(1);
+    }
     z_publisher_drop(z_publisher_move(&p->pub));
 }
 

@@ -80,6 +80,7 @@ typedef struct {
      * picobridge_probe_get_stats. */
     volatile uint32_t pings, pongs, ignored, errors, last_seq;
     bool declared;
+    volatile bool callbacks_done; /* set by the closure's drop */
     char name[PICOBRIDGE_PROBE_NAME_MAX + 1];
 } picobridge_probe_t;
 
@@ -95,14 +96,18 @@ void picobridge_probe_options_default(picobridge_probe_options_t *opts);
 z_result_t picobridge_probe_init(picobridge_probe_t *p, const z_loaned_session_t *session, const char *device,
                                  const picobridge_probe_options_t *opts);
 
-/* Undeclares the subscriber (the gateway stops probing this name) and the
- * publisher. Safe on a responder whose init failed, and twice. */
+/* Undeclares the subscriber (the gateway stops probing this name), waits
+ * (at most 1 s) until no callback of it is running any more, then
+ * undeclares the publisher. Call it before closing the session. Safe on a
+ * responder whose init failed, and twice. */
 void picobridge_probe_drop(picobridge_probe_t *p);
 
 /* Copies the counters. */
 void picobridge_probe_get_stats(const picobridge_probe_t *p, picobridge_probe_stats_t *out);
 
-/* The device clock the responder uses, ns. */
+/* The device clock the responder uses, ns. With the default (pico) clock it
+ * updates state in p: call it only where the callback cannot run at the
+ * same time, or supply your own clock. */
 uint64_t picobridge_probe_now_ns(picobridge_probe_t *p);
 
 /* Pure responder, the C twin of bridge.Respond: if ping (len bytes) is a

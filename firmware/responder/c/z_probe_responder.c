@@ -8,7 +8,8 @@
  *   -m MODE      client (default) or peer
  *   -l ENDPOINT  listen endpoint
  *   -n NAME      device name, [A-Za-z0-9_.-]{1,64} (default "pico")
- *   -c COUNT     exit after COUNT valid pings (default 0: until SIGINT/SIGTERM)
+ *   -c COUNT     exit once COUNT valid pings were answered (default 0: run until
+ *                SIGINT or SIGTERM)
  *
  * Prints one "ready" line once both declarations are done and one "stats"
  * line when it leaves (exit status 0).
@@ -111,10 +112,12 @@ int main(int argc, char **argv) {
 #if Z_FEATURE_MULTI_THREAD == 1
         z_sleep_ms(10);
 #else
-        zp_spin_once(z_session_loan(&s));
+        if (!zp_spin_once(z_session_loan(&s))) {
+            z_sleep_ms(1);
+        }
 #endif
         picobridge_probe_get_stats(&probe, &st);
-        if (count != 0 && st.pings >= count) {
+        if (count != 0 && st.pongs + st.errors >= count) { /* the last pong has left */
             break;
         }
     }
