@@ -22,6 +22,10 @@
 
 #include <zenoh-pico.h>
 
+#if Z_FEATURE_SUBSCRIPTION != 1 || Z_FEATURE_PUBLICATION != 1
+#error "picobridge_probe needs zenoh-pico built with Z_FEATURE_SUBSCRIPTION and Z_FEATURE_PUBLICATION"
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -92,7 +96,8 @@ void picobridge_probe_options_default(picobridge_probe_options_t *opts);
  * the subscriber on the ping key; from then on every ping is answered from
  * the subscriber callback. device must match [A-Za-z0-9_.-]{1,64}; it is
  * copied. opts may be NULL. Returns 0 or a negative zenoh-pico error
- * (_Z_ERR_INVALID for a bad name); on error nothing stays declared. */
+ * (_Z_ERR_INVALID for a bad name); on error nothing stays declared. p must
+ * not be declared already (drop it first). */
 z_result_t picobridge_probe_init(picobridge_probe_t *p, const z_loaned_session_t *session, const char *device,
                                  const picobridge_probe_options_t *opts);
 
