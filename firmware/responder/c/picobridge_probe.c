@@ -111,7 +111,8 @@ static void on_ping(z_loaned_sample_t *sample, void *arg) {
         return;
     }
     p->pings++;
-    p->last_seq = (uint32_t)buf[4] | (uint32_t)buf[5] << 8 | (uint32_t)buf[6] << 16 | (uint32_t)buf[7] << 24;
+    const uint8_t *seq = buf + PICOBRIDGE_PROBE_OFF_SEQ;
+    p->last_seq = (uint32_t)seq[0] | (uint32_t)seq[1] << 8 | (uint32_t)seq[2] << 16 | (uint32_t)seq[3] << 24;
 
     (void)picobridge_probe_respond(buf, sizeof(buf), dev_recv, picobridge_probe_now_ns(p), buf);
     z_owned_bytes_t out;
