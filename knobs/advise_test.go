@@ -1,0 +1,159 @@
+package knobs_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/knobs"
+)
+
+// topics builds a traffic file: each spec is "name dir rate size budget_ms".
+func topics(t *testing.T, specs ...string) *knobs.Traffic {
+	t.Helper()
+	var b strings.Builder
+	for _, s := range specs {
+		var name, dir string
+		var rate float64
+		var size, budget int
+		_, err := fmt.Sscan(s, &name, &dir, &rate, &size, &budget)
+		require.NoError(t, err)
+		fmt.Fprintf(&b, "[[topic]]\nname = %q\ndirection = %q\nrate_hz = %g\nsize_bytes = %d\nlatency_budget_ms = %d\n", name, dir, rate, size, budget)
+	}
+	tr, err := knobs.ParseTraffic("traffic.toml", []byte(b.String()))
+	require.NoError(t, err)
+	return tr
+}
+
+// changes maps knob id → advised value for the settings advise changes.
+func changes(a *knobs.Advice) map[string]string {
+	out := map[string]string{}
+	for _, s := range a.Settings {
+		if s.Changed() {
+			out[s.Current.Knob.ID] = s.Current.Knob.Format(s.Value)
+		}
+	}
+	return out
+}
+
+func lanes(a *knobs.Advice) map[string]string {
+	out := map[string]string{}
+	for _, tp := range a.Topics {
+		if tp.Topic.Direction == knobs.Pub {
+			out[tp.Topic.Name] = tp.Lane.String()
+		}
+	}
+	return out
+}
+
+const batchOff = "CONFIG_NROS_ZENOH_TX_BATCH=n\nCONFIG_NROS_ZENOH_TX_SPLIT_LOCK=n\n"
+
+func TestAdviseDecisionTree(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		platform string
+		env      string
+		traffic  []string
+		changes  map[string]string
+		lanes    map[string]string
+	}{
+		{"low rate: no tuning, and no batching (nothing to coalesce)", "zephyr", "",
+			[]string{"/temp pub 1 64 1000"},
+			map[string]string{knobs.TxBatch: "false", knobs.TxSplitLock: "false"},
+			map[string]string{"/temp": "per-sample"}},
+		{"low rate but a budget below one socket window: shorter window", "zephyr", "",
+			[]string{"/estop pub 1 16 30"},
+			map[string]string{knobs.TxBatch: "false", knobs.TxSplitLock: "false", knobs.SocketTimeoutMs: "20"},
+			map[string]string{"/estop": "per-sample"}},
+		{"low rate with batching already off: nothing to change", "zephyr", batchOff,
+			[]string{"/temp pub 2 64 1000", "/hb pub 1 8 1000"},
+			map[string]string{},
+			map[string]string{"/temp": "per-sample", "/hb": "per-sample"}},
+		{"streaming small messages: TX batching", "zephyr", batchOff,
+			[]string{"/imu pub 100 64 200"},
+			map[string]string{knobs.TxBatch: "true"},
+			map[string]string{"/imu": "batched"}},
+		{"still tx-bound: plus split lock, then a lower window", "zephyr", batchOff,
+			[]string{"/imu pub 200 64 200"},
+			map[string]string{knobs.TxBatch: "true", knobs.TxSplitLock: "true", knobs.SocketTimeoutMs: "50"},
+			map[string]string{"/imu": "batched"}},
+		{"low-rate latency-critical topic: express, window fits its budget", "zephyr", "",
+			[]string{"/imu pub 100 64 200", "/estop pub 1 16 30"},
+			map[string]string{knobs.SocketTimeoutMs: "20"},
+			map[string]string{"/imu": "batched", "/estop": "express"}},
+		{"budget below the flush at high rate: flush sooner", "zephyr", "",
+			[]string{"/imu pub 100 64 20"},
+			map[string]string{knobs.TxFlushMs: "20"},
+			map[string]string{"/imu": "batched"}},
+		{"everything latency-critical at high rate: lower socket timeout", "zephyr", "",
+			[]string{"/ctl pub 100 32 5"},
+			map[string]string{knobs.TxBatch: "false", knobs.TxSplitLock: "false", knobs.SocketTimeoutMs: "5"},
+			map[string]string{"/ctl": "express"}},
+		{"no per-fd ceiling: the tree does not apply", "freertos", "",
+			[]string{"/imu pub 500 64 5"},
+			map[string]string{},
+			map[string]string{"/imu": "per-sample"}},
+		{"subscriber burst above the ring: deeper ring", "zephyr", "",
+			[]string{"/cmd sub 200 48 100"},
+			map[string]string{knobs.SubscriberRingDepth: "20"},
+			map[string]string{}},
+		{"subscribed sample above the slot: bigger slot", "freertos", "",
+			[]string{"/pose sub 10 1500 100"},
+			map[string]string{knobs.SubscriberBufferSize: "1536"},
+			map[string]string{}},
+		{"subscribed message above frag_max_size", "zephyr", "",
+			[]string{"/map sub 1 10000 1000"},
+			map[string]string{knobs.FragMaxSize: "10240"},
+			map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := knobs.Advise(resolve(t, tc.platform, "", tc.env), topics(t, tc.traffic...))
+			require.Equal(t, tc.changes, changes(a))
+			require.Equal(t, tc.lanes, lanes(a))
+			var buf bytes.Buffer
+			require.NoError(t, knobs.WriteAdvice(&buf, a))
+		})
+	}
+}
+
+func TestAdviseThroughput(t *testing.T) {
+	// tx-tuning.md, native_sim, 64 B, 100 ms window: untuned ~9, batch ~136,
+	// batch + split lock ~181 msg/s.
+	tr := topics(t, "/s pub 1000 64 1000")
+	a := knobs.Advise(resolve(t, "zephyr", "", batchOff), tr)
+	require.InDelta(t, 9, a.Throughput.Untuned, 0.01)
+	require.InDelta(t, 9, a.Throughput.Current, 0.01)
+	a = knobs.Advise(resolve(t, "zephyr", "", "CONFIG_NROS_ZENOH_TX_SPLIT_LOCK=n\n"), tr)
+	require.InDelta(t, 136, a.Throughput.Current, 2)
+	a = knobs.Advise(resolve(t, "zephyr", "", ""), tr)
+	require.InDelta(t, 181, a.Throughput.Current, 2)
+	require.True(t, a.Throughput.Capped)
+	require.GreaterOrEqual(t, a.Throughput.Recommended, 1000.0-1e-6)
+
+	a = knobs.Advise(resolve(t, "posix", "", ""), tr)
+	require.False(t, a.Throughput.Capped)
+	require.Equal(t, 1000.0, a.Throughput.Offered)
+}
+
+func TestAdviseNoPublishers(t *testing.T) {
+	a := knobs.Advise(resolve(t, "zephyr", "", ""), topics(t, "/cmd sub 10 48 100"))
+	require.Empty(t, changes(a))
+	var buf bytes.Buffer
+	require.NoError(t, knobs.WriteAdvice(&buf, a))
+	require.Contains(t, buf.String(), "the device publishes nothing")
+	require.Contains(t, buf.String(), "no knob changes advised")
+}
+
+func TestAdviseBuildLines(t *testing.T) {
+	tr := topics(t, "/imu pub 200 64 200")
+	var buf bytes.Buffer
+	require.NoError(t, knobs.WriteAdvice(&buf, knobs.Advise(resolve(t, "zephyr", "", batchOff), tr)))
+	require.Contains(t, buf.String(), "set it (prj.conf):\n  CONFIG_NROS_ZENOH_TX_BATCH=y\n  CONFIG_NROS_ZENOH_TX_SPLIT_LOCK=y\n  CONFIG_NROS_ZENOH_SOCKET_TIMEOUT_MS=50\n")
+	require.Contains(t, buf.String(), "or as a board delta (TOML):\n  [knobs.zenoh.tx]\n  batch = true\n  split_lock = true\n  [knobs.zenoh.link]\n  socket_timeout_ms = 50\n")
+	buf.Reset()
+	require.NoError(t, knobs.WriteAdvice(&buf, knobs.Advise(resolve(t, "freertos", "", ""), topics(t, "/pose sub 10 1500 100"))))
+	require.Contains(t, buf.String(), "set it (build environment):\n  NROS_ZENOH_SUBSCRIBER_BUFFER_SIZE=1536\n")
+}

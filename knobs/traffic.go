@@ -1,0 +1,172 @@
+package knobs
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// Direction says who publishes a topic, seen from the device.
+type Direction int
+
+const (
+	// Pub: the device publishes (device TX, the subject of the TX tuning tree).
+	Pub Direction = iota + 1
+	// Sub: the device subscribes (gateway → device, checked against Capacity).
+	Sub
+)
+
+func (d Direction) String() string {
+	if d == Sub {
+		return "sub"
+	}
+	return "pub"
+}
+
+// Topic is one topic of a device's traffic.
+type Topic struct {
+	Name          string
+	Direction     Direction
+	RateHz        float64       // samples per second
+	SizeBytes     int           // serialized sample size (CDR payload)
+	LatencyBudget time.Duration // end-to-end budget the application accepts
+	Line          int           // line of its [[topic]] header
+}
+
+// Traffic is a device's traffic description (a TOML file):
+//
+//	[[topic]]
+//	name = "/imu"
+//	direction = "pub"        # pub: the device publishes; sub: it subscribes
+//	rate_hz = 100
+//	size_bytes = 324
+//	latency_budget_ms = 100
+type Traffic struct {
+	File        string
+	Description string
+	Topics      []Topic
+}
+
+var topicKeys = []string{"name", "direction", "rate_hz", "size_bytes", "latency_budget_ms"}
+
+// ParseTraffic parses a traffic file; every problem is reported at once with
+// file, line and column.
+func ParseTraffic(file string, data []byte) (*Traffic, error) {
+	doc, err := parseTOML(file, data)
+	if err != nil {
+		return nil, err
+	}
+	t := &Traffic{File: file}
+	var ps problems
+	index := map[string]int{}
+	var badTables []string
+	for _, tb := range doc.tables {
+		if i := strings.IndexByte(tb.path, '['); i > 0 && tb.path[:i] == "topic" && !strings.Contains(tb.path, "].") {
+			index[tb.path] = len(t.Topics)
+			t.Topics = append(t.Topics, Topic{Line: tb.line})
+			continue
+		}
+		badTables = append(badTables, tb.path+".")
+		ps.add(file, tb.line, tb.col, tb.path, ErrUnknownKey, "unknown table (a traffic file has description and [[topic]] tables)")
+	}
+	seen := map[int]map[string]bool{}
+	for _, e := range doc.entries {
+		if slices.ContainsFunc(badTables, func(t string) bool { return strings.HasPrefix(e.path, t) }) {
+			continue // reported once, at its table
+		}
+		if e.path == "description" {
+			if e.kind != unstable.String {
+				ps.add(file, e.line, e.col, e.path, ErrType, "want a string, got %s", typeName(e.kind))
+			}
+			t.Description = e.str
+			continue
+		}
+		tbl, key, _ := strings.Cut(e.path, "].")
+		i, ok := index[tbl+"]"]
+		if !ok || !strings.HasPrefix(e.path, "topic[") {
+			ps.add(file, e.line, e.col, e.path, ErrUnknownKey, "unknown key (a traffic file has description and [[topic]] tables)")
+			continue
+		}
+		tp := &t.Topics[i]
+		if seen[i] == nil {
+			seen[i] = map[string]bool{}
+		}
+		seen[i][key] = true
+		switch key {
+		case "name":
+			if e.kind != unstable.String || strings.TrimSpace(e.str) == "" {
+				ps.add(file, e.line, e.col, e.path, ErrType, "want a non-empty string")
+				continue
+			}
+			tp.Name = e.str
+		case "direction":
+			switch {
+			case e.kind == unstable.String && e.str == "pub":
+				tp.Direction = Pub
+			case e.kind == unstable.String && e.str == "sub":
+				tp.Direction = Sub
+			default:
+				ps.add(file, e.line, e.col, e.path, ErrType, "want \"pub\" (the device publishes) or \"sub\" (the device subscribes)")
+			}
+		case "rate_hz":
+			var v float64
+			switch e.kind {
+			case unstable.Integer:
+				v = float64(e.integer)
+			case unstable.Float:
+				v = e.float
+			default:
+				ps.add(file, e.line, e.col, e.path, ErrType, "want a number (Hz), got %s", typeName(e.kind))
+				continue
+			}
+			if !(v > 0 && v <= 1e6) || math.IsNaN(v) {
+				ps.add(file, e.line, e.col, e.path, ErrRange, "must be in (0, 1000000] Hz (got %g)", v)
+				continue
+			}
+			tp.RateHz = v
+		case "size_bytes", "latency_budget_ms":
+			if e.kind != unstable.Integer {
+				ps.add(file, e.line, e.col, e.path, ErrType, "want an integer, got %s", typeName(e.kind))
+				continue
+			}
+			lo, hi := int64(1), int64(maxInt32)
+			if key == "latency_budget_ms" {
+				hi = 3600000
+			}
+			if e.intErr != nil || e.integer < lo || e.integer > hi {
+				ps.add(file, e.line, e.col, e.path, ErrRange, "must be in %d..%d (got %d)", lo, hi, e.integer)
+				continue
+			}
+			if key == "size_bytes" {
+				tp.SizeBytes = int(e.integer)
+			} else {
+				tp.LatencyBudget = ms(e.integer)
+			}
+		default:
+			ps.add(file, e.line, e.col, e.path, ErrUnknownKey, "unknown key (a topic has %s)", strings.Join(topicKeys, ", "))
+		}
+	}
+	names := map[string]bool{}
+	for i, tp := range t.Topics {
+		for _, k := range topicKeys {
+			if !seen[i][k] {
+				ps.add(file, tp.Line, 0, "topic", ErrProfile, "topic %d: missing %s", i+1, k)
+			}
+		}
+		id := tp.Name + " " + tp.Direction.String()
+		if tp.Name != "" && names[id] {
+			ps.add(file, tp.Line, 0, "topic", ErrProfile, "topic %s (%s) listed twice", tp.Name, tp.Direction)
+		}
+		names[id] = true
+	}
+	if len(t.Topics) == 0 && len(ps) == 0 {
+		ps.add(file, 0, 0, "topic", ErrProfile, "no [[topic]] tables")
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}

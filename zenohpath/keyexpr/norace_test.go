@@ -1,0 +1,5 @@
+//go:build !race
+
+package keyexpr
+
+const raceEnabled = false
