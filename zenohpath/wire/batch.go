@@ -70,3 +70,15 @@ func AppendBatch(b []byte, msgs ...TransportMessage) []byte {
 	}
 	return b
 }
+
+// AppendFrame appends a FRAME header (no extensions) followed by the
+// network messages: the usual way to build a batch for zenoh-pico, which
+// must end with its only FRAME (zenoh-wire.md §3.2). Use Frame.HeaderLen
+// and each message's Len beforehand to stay within the batch size.
+func AppendFrame(b []byte, reliable bool, sn uint64, msgs ...NetworkMessage) []byte {
+	b = Frame{Reliable: reliable, SN: sn}.Append(b)
+	for _, m := range msgs {
+		b = m.Append(b)
+	}
+	return b
+}

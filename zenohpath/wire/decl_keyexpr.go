@@ -80,3 +80,21 @@ func (m *UndeclareKeyExpr) decode(r *reader, h byte) error {
 	*m = x
 	return err
 }
+
+// ParseDeclareKeyExpr decodes a DeclareKeyExpr declaration body; b starts after its
+// header byte h.
+func ParseDeclareKeyExpr(b []byte, h byte) (DeclareKeyExpr, int, error) {
+	var m DeclareKeyExpr
+	r := reader{b: b, msg: "DeclareKeyExpr"}
+	err := m.decode(&r, h, nil)
+	return m, r.i, err
+}
+
+// ParseUndeclareKeyExpr decodes a UndeclareKeyExpr declaration body; b starts after its
+// header byte h.
+func ParseUndeclareKeyExpr(b []byte, h byte) (UndeclareKeyExpr, int, error) {
+	var m UndeclareKeyExpr
+	r := reader{b: b, msg: "UndeclareKeyExpr"}
+	err := m.decode(&r, h)
+	return m, r.i, err
+}

@@ -116,3 +116,21 @@ func (m *DeclareQueryable) decode(r *reader, h byte, in *interner) error {
 	*m = x
 	return err
 }
+
+// ParseDeclareQueryable decodes a DeclareQueryable declaration body; b starts after its
+// header byte h.
+func ParseDeclareQueryable(b []byte, h byte) (DeclareQueryable, int, error) {
+	var m DeclareQueryable
+	r := reader{b: b, msg: "DeclareQueryable"}
+	err := m.decode(&r, h, nil)
+	return m, r.i, err
+}
+
+// ParseUndeclareQueryable decodes a UndeclareQueryable declaration body; b starts after its
+// header byte h.
+func ParseUndeclareQueryable(b []byte, h byte) (UndeclareQueryable, int, error) {
+	var m UndeclareQueryable
+	r := reader{b: b, msg: "UndeclareQueryable"}
+	err := m.decode(&r, h, nil)
+	return m, r.i, err
+}

@@ -79,3 +79,21 @@ func (m *UndeclareSubscriber) decode(r *reader, h byte, in *interner) error {
 	*m = UndeclareSubscriber{d.id, d.hasWE, d.we, d.exts}
 	return err
 }
+
+// ParseDeclareSubscriber decodes a DeclareSubscriber declaration body; b starts after its
+// header byte h.
+func ParseDeclareSubscriber(b []byte, h byte) (DeclareSubscriber, int, error) {
+	var m DeclareSubscriber
+	r := reader{b: b, msg: "DeclareSubscriber"}
+	err := m.decode(&r, h, nil)
+	return m, r.i, err
+}
+
+// ParseUndeclareSubscriber decodes a UndeclareSubscriber declaration body; b starts after its
+// header byte h.
+func ParseUndeclareSubscriber(b []byte, h byte) (UndeclareSubscriber, int, error) {
+	var m UndeclareSubscriber
+	r := reader{b: b, msg: "UndeclareSubscriber"}
+	err := m.decode(&r, h, nil)
+	return m, r.i, err
+}

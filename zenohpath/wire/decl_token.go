@@ -76,3 +76,21 @@ func (m *UndeclareToken) decode(r *reader, h byte, in *interner) error {
 	*m = UndeclareToken{d.id, d.hasWE, d.we, d.exts}
 	return err
 }
+
+// ParseDeclareToken decodes a DeclareToken declaration body; b starts after its
+// header byte h.
+func ParseDeclareToken(b []byte, h byte) (DeclareToken, int, error) {
+	var m DeclareToken
+	r := reader{b: b, msg: "DeclareToken"}
+	err := m.decode(&r, h, nil)
+	return m, r.i, err
+}
+
+// ParseUndeclareToken decodes a UndeclareToken declaration body; b starts after its
+// header byte h.
+func ParseUndeclareToken(b []byte, h byte) (UndeclareToken, int, error) {
+	var m UndeclareToken
+	r := reader{b: b, msg: "UndeclareToken"}
+	err := m.decode(&r, h, nil)
+	return m, r.i, err
+}

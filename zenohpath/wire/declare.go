@@ -152,3 +152,12 @@ func (m *DeclareFinal) decode(r *reader, h byte) error {
 	m.Exts, err = r.exts(m.Exts[:0], h&FlagZ != 0)
 	return err
 }
+
+// ParseDeclareFinal decodes a DeclareFinal declaration body; b starts after its
+// header byte h.
+func ParseDeclareFinal(b []byte, h byte) (DeclareFinal, int, error) {
+	var m DeclareFinal
+	r := reader{b: b, msg: "DeclareFinal"}
+	err := m.decode(&r, h)
+	return m, r.i, err
+}

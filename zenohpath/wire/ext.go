@@ -170,6 +170,19 @@ func (w *extWriter) zbuf(h byte, body []byte) {
 	w.b = appendBytes(w.b, body)
 }
 
+// rawBelow writes the raw extensions whose ID (low 4 bits) is below id
+// (below = true) or at/above it (below = false), keeping their order. With
+// a typed extension written in between, a chain sorted by ID (as Rust and
+// pico write INIT/JOIN extensions) re-encodes byte for byte.
+func (w *extWriter) rawBelow(exts []Ext, id byte, below bool) {
+	for _, e := range exts {
+		if (e.Header&ExtIDMask < id&ExtIDMask) == below {
+			w.last = len(w.b)
+			w.b = e.Append(w.b, true)
+		}
+	}
+}
+
 func (w *extWriter) raw(exts []Ext) {
 	for _, e := range exts {
 		w.last = len(w.b)
@@ -205,4 +218,14 @@ func finishHeader(w *extWriter, p int) []byte {
 		b[p] |= FlagZ
 	}
 	return b
+}
+
+// FindExt returns the first extension with the given header (ID|M|ENC).
+func FindExt(exts []Ext, header byte) (Ext, bool) {
+	for _, e := range exts {
+		if e.Header == header&^ExtMore {
+			return e, true
+		}
+	}
+	return Ext{}, false
 }

@@ -28,7 +28,11 @@ type InitSyn struct {
 	Resolution uint8  // valid when HasSize (else DefaultResolution after decode)
 	BatchSize  uint16 // bytes; valid when HasSize (else 65535 after decode)
 	Patch      uint64 // ext 0x27; 0 = absent; 1 = fragment First/Drop markers
-	Exts       []Ext  // other extensions (QoS, QoSLink, Shm, Auth, ...) kept raw; Body aliases the input
+	// Exts holds the other extensions (QoS 0x01, QoSLink 0x21, Shm 0x42,
+	// Auth 0x43, MultiLink 0x44, LowLatency 0x05, Compression 0x06, ...)
+	// raw; Body aliases the input. Append writes the extensions sorted by
+	// ID around Patch (IDs below 7 first), as Rust and pico order them.
+	Exts []Ext
 }
 
 // InitAck answers an InitSyn (INIT with A=1), zenoh-wire.md §4.1-4.2: the
@@ -89,10 +93,11 @@ func (c *initCommon) append(b []byte, ack bool) []byte {
 		b = appendBytes(b, c.cookie)
 	}
 	w := newExtWriter(b)
+	w.rawBelow(c.exts, ExtPatch, true)
 	if c.patch != 0 {
 		w.z64(ExtPatch, c.patch)
 	}
-	w.raw(c.exts)
+	w.rawBelow(c.exts, ExtPatch, false)
 	return finishHeader(&w, p)
 }
 
@@ -189,14 +194,4 @@ func ParseInitAck(b []byte, h byte) (InitAck, int, error) {
 	r := reader{b: b, msg: "InitAck"}
 	err := m.decode(&r, h)
 	return m, r.i, err
-}
-
-// FindExt returns the first extension with the given header (ID|M|ENC).
-func FindExt(exts []Ext, header byte) (Ext, bool) {
-	for _, e := range exts {
-		if e.Header == header&^ExtMore {
-			return e, true
-		}
-	}
-	return Ext{}, false
 }

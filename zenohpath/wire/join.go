@@ -66,10 +66,11 @@ func (m Join) Append(b []byte) []byte {
 	b = AppendVLE(b, m.NextSNReliable)
 	b = AppendVLE(b, m.NextSNBestEffort)
 	w := newExtWriter(b)
-	w.raw(m.Exts)
+	w.rawBelow(m.Exts, ExtPatch, true)
 	if m.Patch != 0 {
 		w.z64(ExtPatch, m.Patch)
 	}
+	w.rawBelow(m.Exts, ExtPatch, false)
 	return finishHeader(&w, p)
 }
 

@@ -149,3 +149,20 @@ func TestWalkBatchMultiFrame(t *testing.T) {
 	require.Equal(t, "PUSH", we.Msg)
 	require.Equal(t, 6, we.Offset)
 }
+
+func TestDeclarationBodies(t *testing.T) {
+	trio(t, DeclareKeyExpr{ID: 1, WireExpr: WireExpr{Suffix: "demo"}}, unhex(t, `20 01 00 04 "demo"`), 0, ParseDeclareKeyExpr)
+	trio(t, UndeclareKeyExpr{ID: 1}, unhex(t, `01 01`), 0, ParseUndeclareKeyExpr)
+	trio(t, DeclareSubscriber{ID: 1, WireExpr: WireExpr{Scope: 1, Mapping: MappingSender}}, unhex(t, `42 01 01`), 0, ParseDeclareSubscriber)
+	trio(t, UndeclareSubscriber{ID: 1}, unhex(t, `03 01`), 0, ParseUndeclareSubscriber)
+	trio(t, DeclareQueryable{ID: 1, WireExpr: WireExpr{Scope: 1, Mapping: MappingSender}}, unhex(t, `44 01 01`), 0, ParseDeclareQueryable)
+	trio(t, UndeclareQueryable{ID: 1}, unhex(t, `05 01`), 0, ParseUndeclareQueryable)
+	trio(t, DeclareToken{ID: 1, WireExpr: WireExpr{Scope: 1, Mapping: MappingSender}}, unhex(t, `46 01 01`), 0, ParseDeclareToken)
+	trio(t, UndeclareToken{ID: 1, HasWireExpr: true, WireExpr: WireExpr{Scope: 1, Mapping: MappingSender}}, unhex(t, `87 01 5f 02 02 01`), 0, ParseUndeclareToken)
+	trio(t, DeclareFinal{Exts: []Ext{{Header: 0x01}}}, unhex(t, `9a 01`), 0, ParseDeclareFinal)
+	// AppendFrame builds what pico expects: one FRAME, messages to the end
+	b := AppendFrame(nil, true, 11259375,
+		&Declare{HasInterestID: true, InterestID: 2, Body: &DeclareSubscriber{ID: 902, WireExpr: WireExpr{Suffix: "demo/example/zenoh-pico-pub"}}},
+		&Declare{HasInterestID: true, InterestID: 2, Body: &DeclareFinal{}})
+	require.Equal(t, unhex(t, "25ef9baf053e02228607001b64656d6f2f6578616d706c652f7a656e6f682d7069636f2d7075623e021a"), b)
+}

@@ -8,9 +8,12 @@ package wire
 // interned per Parser, so repeated keys do not allocate either.
 //
 // The zero value is ready to use. A Parser is not safe for concurrent use:
-// use one per link (read loop).
+// use one per link (read loop). A nil *Parser works too and decodes into
+// freshly allocated values (that is what ParseTransport and ParseNetwork
+// do).
 type Parser struct {
 	keys interner
+	scan frameScan
 
 	initSyn  InitSyn
 	initAck  InitAck
@@ -64,48 +67,98 @@ func (p *Parser) Transport(b []byte) (TransportMessage, int, error) {
 	switch TransportID(h & MaskID) {
 	case IDTransportOAM:
 		r.msg = "OAM"
-		err = p.toam.decode(&r, h)
-		m = &p.toam
+		var x *TransportOAM
+		if p != nil {
+			x = &p.toam
+		} else {
+			x = new(TransportOAM)
+		}
+		err, m = x.decode(&r, h), x
 	case IDInit:
 		if h&FlagInitAck == 0 {
 			r.msg = "InitSyn"
-			err = p.initSyn.decode(&r, h)
-			m = &p.initSyn
+			var x *InitSyn
+			if p != nil {
+				x = &p.initSyn
+			} else {
+				x = new(InitSyn)
+			}
+			err, m = x.decode(&r, h), x
 		} else {
 			r.msg = "InitAck"
-			err = p.initAck.decode(&r, h)
-			m = &p.initAck
+			var x *InitAck
+			if p != nil {
+				x = &p.initAck
+			} else {
+				x = new(InitAck)
+			}
+			err, m = x.decode(&r, h), x
 		}
 	case IDOpen:
 		if h&FlagOpenAck == 0 {
 			r.msg = "OpenSyn"
-			err = p.openSyn.decode(&r, h)
-			m = &p.openSyn
+			var x *OpenSyn
+			if p != nil {
+				x = &p.openSyn
+			} else {
+				x = new(OpenSyn)
+			}
+			err, m = x.decode(&r, h), x
 		} else {
 			r.msg = "OpenAck"
-			err = p.openAck.decode(&r, h)
-			m = &p.openAck
+			var x *OpenAck
+			if p != nil {
+				x = &p.openAck
+			} else {
+				x = new(OpenAck)
+			}
+			err, m = x.decode(&r, h), x
 		}
 	case IDClose:
 		r.msg = "CLOSE"
-		err = p.close.decode(&r, h)
-		m = &p.close
+		var x *Close
+		if p != nil {
+			x = &p.close
+		} else {
+			x = new(Close)
+		}
+		err, m = x.decode(&r, h), x
 	case IDKeepAlive:
 		r.msg = "KEEP_ALIVE"
-		err = p.keep.decode(&r, h)
-		m = &p.keep
+		var x *KeepAlive
+		if p != nil {
+			x = &p.keep
+		} else {
+			x = new(KeepAlive)
+		}
+		err, m = x.decode(&r, h), x
 	case IDFrame:
 		r.msg = "FRAME"
-		err = p.frame.decode(&r, h)
-		m = &p.frame
+		var x *Frame
+		if p != nil {
+			x = &p.frame
+		} else {
+			x = new(Frame)
+		}
+		err, m = x.decode(&r, h), x
 	case IDFragment:
 		r.msg = "FRAGMENT"
-		err = p.fragment.decode(&r, h)
-		m = &p.fragment
+		var x *Fragment
+		if p != nil {
+			x = &p.fragment
+		} else {
+			x = new(Fragment)
+		}
+		err, m = x.decode(&r, h), x
 	case IDJoin:
 		r.msg = "JOIN"
-		err = p.join.decode(&r, h)
-		m = &p.join
+		var x *Join
+		if p != nil {
+			x = &p.join
+		} else {
+			x = new(Join)
+		}
+		err, m = x.decode(&r, h), x
 	default:
 		return nil, 0, newErr("transport", "header", 0, ErrUnknownMessage)
 	}
@@ -118,8 +171,7 @@ func (p *Parser) Transport(b []byte) (TransportMessage, int, error) {
 // ParseTransport decodes one transport message starting at its header byte
 // b[0] into freshly allocated values (see Parser for the reusing form).
 func ParseTransport(b []byte) (TransportMessage, int, error) {
-	var p Parser
-	return p.Transport(b)
+	return (*Parser)(nil).Transport(b)
 }
 
 func (p *Parser) interner() *interner {
@@ -254,32 +306,67 @@ func (p *Parser) Network(b []byte) (NetworkMessage, int, error) {
 	switch NetworkID(h & MaskID) {
 	case IDPush:
 		r.msg = "PUSH"
-		err = p.push.decode(&r, h, p)
-		m = &p.push
+		var x *Push
+		if p != nil {
+			x = &p.push
+		} else {
+			x = new(Push)
+		}
+		err, m = x.decode(&r, h, p), x
 	case IDRequest:
 		r.msg = "REQUEST"
-		err = p.request.decode(&r, h, p)
-		m = &p.request
+		var x *Request
+		if p != nil {
+			x = &p.request
+		} else {
+			x = new(Request)
+		}
+		err, m = x.decode(&r, h, p), x
 	case IDResponse:
 		r.msg = "RESPONSE"
-		err = p.response.decode(&r, h, p)
-		m = &p.response
+		var x *Response
+		if p != nil {
+			x = &p.response
+		} else {
+			x = new(Response)
+		}
+		err, m = x.decode(&r, h, p), x
 	case IDResponseFinal:
 		r.msg = "RESPONSE_FINAL"
-		err = p.final.decode(&r, h)
-		m = &p.final
+		var x *ResponseFinal
+		if p != nil {
+			x = &p.final
+		} else {
+			x = new(ResponseFinal)
+		}
+		err, m = x.decode(&r, h), x
 	case IDDeclare:
 		r.msg = "DECLARE"
-		err = p.declare.decode(&r, h, p)
-		m = &p.declare
+		var x *Declare
+		if p != nil {
+			x = &p.declare
+		} else {
+			x = new(Declare)
+		}
+		err, m = x.decode(&r, h, p), x
 	case IDInterest:
 		r.msg = "INTEREST"
-		err = p.interest.decode(&r, h, &p.keys)
-		m = &p.interest
+		var x *Interest
+		if p != nil {
+			x = &p.interest
+		} else {
+			x = new(Interest)
+		}
+		err, m = x.decode(&r, h, p.interner()), x
 	case IDNetworkOAM:
 		r.msg = "OAM"
-		err = p.noam.decode(&r, h)
-		m = &p.noam
+		var x *NetworkOAM
+		if p != nil {
+			x = &p.noam
+		} else {
+			x = new(NetworkOAM)
+		}
+		err, m = x.decode(&r, h), x
 	default:
 		if h&MaskID <= byte(IDJoin) {
 			return nil, 0, newErr("network", "header", 0, ErrNotNetwork)
@@ -295,7 +382,7 @@ func (p *Parser) Network(b []byte) (NetworkMessage, int, error) {
 // ParseNetwork decodes one network message starting at its header byte
 // b[0] into freshly allocated values (see Parser for the reusing form).
 func ParseNetwork(b []byte) (NetworkMessage, int, error) {
-	return new(Parser).Network(b)
+	return (*Parser)(nil).Network(b)
 }
 
 // ParseZenohMessage decodes one zenoh message (PUT, DEL, QUERY, REPLY,

@@ -100,3 +100,10 @@ func TestStreamBatch(t *testing.T) {
 	require.ErrorIs(t, err, ErrTruncated)
 	require.Equal(t, 2046, MaxStreamBatchContent(2048))
 }
+
+func TestInitExtOrder(t *testing.T) {
+	// a Rust-style chain sorted by ID: QoS (unit), Shm (ZBuf), Patch, RegionName (ZBuf)
+	trio(t, InitSyn{Version: 9, WhatAmI: WhatAmIPeer, ZID: routerZID, Resolution: DefaultResolution, BatchSize: 65535, Patch: 1,
+		Exts: []Ext{{Header: ExtInitQoS}, {Header: ExtInitShm, Body: []byte{1}}, {Header: 0x48, Body: []byte("r")}}},
+		unhex(t, `81 09 71 0123456789abcdef 81 c2 01 01 a7 01 48 01 "r"`), 0, ParseInitSyn)
+}

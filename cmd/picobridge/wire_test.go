@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/zenohpath/wire/zvec"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	root := newRootCommand()
+	var out, errb bytes.Buffer
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), errb.String(), err
+}
+
+func TestWireDecodeTranscripts(t *testing.T) {
+	dir, err := zvec.FindTestdata()
+	if err != nil {
+		t.Skip("zenoh-pico transcripts not found: " + err.Error())
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.zvec"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			out, stderr, err := runCLI(t, "", "wire", "decode", "--check", path)
+			require.NoError(t, err, stderr)
+			fh, err := os.Open(path)
+			require.NoError(t, err)
+			defer fh.Close()
+			f, err := zvec.Parse(fh)
+			require.NoError(t, err)
+			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+			require.Len(t, lines, len(f.Lines))
+			for i, l := range f.Lines {
+				require.True(t, strings.HasSuffix(lines[i], " "+l.Expect), "line %d: %s", l.N, lines[i])
+				require.True(t, strings.HasPrefix(lines[i], strconv.Itoa(l.Ms)+" "+string(l.Dir)+" "))
+			}
+		})
+	}
+}
+
+func TestWireDecodeStdin(t *testing.T) {
+	in := "# comment\n04\n2500 fc01000f64656d6f2f6578616d706c652f2a2aa10d26904e2302\n\n2305\n"
+	out, _, err := runCLI(t, in, "wire", "decode", "-")
+	require.NoError(t, err)
+	require.Equal(t, `1 KEEP_ALIVE
+2 FRAME R sn=0: REQUEST rid=1 key="demo/example/**" (scope 0, N, M) QoS=0x0d(prio 5,block) Timeout=10000ms QUERY consolidation=2
+3 CLOSE session reason=5(EXPIRED)
+`, out)
+}
+
+func TestWireDecodeErrors(t *testing.T) {
+	// batch 2 is a PUSH cut inside its PUT payload
+	in := "04\n25025d01011505\n0a\n"
+	out, stderr, err := runCLI(t, in, "wire", "decode", "-")
+	require.Error(t, err)
+	require.Equal(t, exitDecodeError, exitCode(err))
+	require.Contains(t, stderr, "batch 2 (input line 2, 7 bytes) offset 5")
+	require.Contains(t, stderr, "PUSH.payload")
+	require.Contains(t, stderr, "batch 3 (input line 3, 1 bytes) offset 0")
+	require.Contains(t, stderr, "unknown message id")
+	require.Contains(t, out, "1 KEEP_ALIVE\n")
+	require.Contains(t, err.Error(), "2 of 3 batches did not decode")
+
+	// not hex
+	_, _, err = runCLI(t, "zz\n", "wire", "decode", "-")
+	require.Error(t, err)
+	require.Equal(t, 1, exitCode(err))
+
+	// --check reports a difference with exit status 3
+	tmp := filepath.Join(t.TempDir(), "x.zvec")
+	require.NoError(t, os.WriteFile(tmp, []byte("# expect: D>G line 1 = KEEP_ALIVE\n# expect: D>G line 2 = CLOSE session reason=0(GENERIC)\n0 D>G 04\n1 D>G 2305\n"), 0o644))
+	_, stderr, err = runCLI(t, "", "wire", "decode", "--check", tmp)
+	require.Error(t, err)
+	require.Equal(t, exitExpectMismatch, exitCode(err))
+	require.Contains(t, stderr, "line 2: got    CLOSE session reason=5(EXPIRED)")
+
+	// missing file
+	_, _, err = runCLI(t, "", "wire", "decode", filepath.Join(t.TempDir(), "nope.zvec"))
+	require.Error(t, err)
+}
