@@ -8,9 +8,14 @@ require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1
+<<<<<<< HEAD
 	go.uber.org/goleak v1.3.0
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.62.0
+=======
+	golang.org/x/sys v0.50.0
+	gopkg.in/yaml.v3 v3.0.1
+>>>>>>> bridge
 )
 
 require (
