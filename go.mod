@@ -8,14 +8,10 @@ require (
 	github.com/prometheus/client_model v0.6.3
 	github.com/spf13/cobra v1.10.2
 	github.com/stretchr/testify v1.12.1
-<<<<<<< HEAD
 	go.uber.org/goleak v1.3.0
-	gopkg.in/yaml.v3 v3.0.1
-	modernc.org/sqlite v1.62.0
-=======
 	golang.org/x/sys v0.50.0
 	gopkg.in/yaml.v3 v3.0.1
->>>>>>> bridge
+	modernc.org/sqlite v1.62.0
 )
 
 require (
@@ -34,7 +30,6 @@ require (
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
