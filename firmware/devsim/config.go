@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
@@ -33,6 +35,9 @@ type DeviceConfig struct {
 	Publications []Publication `yaml:"publications" json:"publications,omitempty"`
 	// NoProbeResponder turns off the probe responder (default on).
 	NoProbeResponder bool `yaml:"no_probe_responder" json:"no_probe_responder,omitempty"`
+	// Replicas > 1 makes that many devices of this one, named <name>-0 …
+	// <name>-<n-1> (Expand).
+	Replicas int `yaml:"replicas" json:"replicas,omitempty"`
 	// ReconnectInterval is the pause between connection attempts
 	// (zenoh-pico auto-reconnect); default DefaultReconnectInterval.
 	ReconnectInterval time.Duration `yaml:"reconnect_interval" json:"reconnect_interval,omitempty"`
@@ -79,6 +84,36 @@ const (
 	maxKeyLen = 256
 )
 
+// NamePlaceholder in a subscription or publication key is replaced by the
+// device's name (Expand), so that replicas publish on their own keys.
+const NamePlaceholder = "${name}"
+
+// Expand returns the devices c stands for: Replicas copies named
+// <name>-<i> (or c itself), with NamePlaceholder replaced in every key.
+func (c DeviceConfig) Expand() []DeviceConfig {
+	one := func(name string) DeviceConfig {
+		d := c
+		d.Name, d.Replicas = name, 0
+		d.Subscriptions = append([]Subscription(nil), c.Subscriptions...)
+		for i := range d.Subscriptions {
+			d.Subscriptions[i].Key = strings.ReplaceAll(d.Subscriptions[i].Key, NamePlaceholder, name)
+		}
+		d.Publications = append([]Publication(nil), c.Publications...)
+		for i := range d.Publications {
+			d.Publications[i].Key = strings.ReplaceAll(d.Publications[i].Key, NamePlaceholder, name)
+		}
+		return d
+	}
+	if c.Replicas <= 1 {
+		return []DeviceConfig{one(c.Name)}
+	}
+	out := make([]DeviceConfig, 0, c.Replicas)
+	for i := range c.Replicas {
+		out = append(out, one(c.Name+"-"+strconv.Itoa(i)))
+	}
+	return out
+}
+
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // Validate checks the configuration and reports every problem at once.
@@ -92,6 +127,9 @@ func (c *DeviceConfig) Validate() error {
 	}
 	if c.Platform == "" && c.Board == "" {
 		bad("platform or board is required")
+	}
+	if c.Replicas < 0 || c.Replicas > 10000 {
+		bad("replicas must be 0..10000 (got %d)", c.Replicas)
 	}
 	if c.Drain < 0 {
 		bad("drain must be >= 0 (got %s)", c.Drain)

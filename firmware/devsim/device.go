@@ -117,6 +117,10 @@ type conn struct {
 // NewDevice resolves the device's knobs and prepares it; nothing runs
 // until Start.
 func NewDevice(cfg DeviceConfig, opts Options) (*Device, error) {
+	if cfg.Replicas > 1 {
+		return nil, fmt.Errorf("device %q: replicas: use a Fleet", cfg.Name)
+	}
+	cfg = cfg.Expand()[0]
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

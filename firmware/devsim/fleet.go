@@ -40,11 +40,21 @@ func ParseFleetConfig(name string, data []byte) (*FleetConfig, error) {
 	if err := dec.Decode(&fc); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	for i := range fc.Devices {
-		if err := fc.Devices[i].Validate(); err != nil {
-			return nil, fmt.Errorf("%s: devices[%d]: %w", name, i, err)
+	var devs []DeviceConfig
+	var errs []error
+	for i, dc := range fc.Devices {
+		for _, e := range dc.Expand() {
+			if err := e.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: devices[%d]: %w", name, i, err))
+				break
+			}
+			devs = append(devs, e)
 		}
 	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	fc.Devices = devs
 	return &fc, nil
 }
 
@@ -157,7 +167,11 @@ func NewFleet(cfg *FleetConfig, opts Options) (*Fleet, error) {
 	f := &Fleet{}
 	names := map[string]bool{}
 	var errs []error
+	var all []DeviceConfig
 	for _, dc := range cfg.Devices {
+		all = append(all, dc.Expand()...)
+	}
+	for _, dc := range all {
 		if names[dc.Name] {
 			errs = append(errs, fmt.Errorf("device %q: duplicate name", dc.Name))
 			continue

@@ -2,10 +2,12 @@ package devsim
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/zenohpath/transport"
@@ -15,21 +17,44 @@ import (
 // fakeRouter is a minimal router-role endpoint (transport.Listen) that
 // records what a device sends and lets a test send to it.
 type fakeRouter struct {
-	t    *testing.T
-	ln   *transport.Listener
-	msgs chan wire.NetworkMessage
-	sess chan *transport.Session
+	// answer: reply to every INTEREST with a DeclareSubscriber on its key
+	// and DeclareFinal (a router where everything has a subscriber).
+	answer bool
+	mu     sync.Mutex
+	pushes map[uint16]int // PUSHes received per scope id
+	t      *testing.T
+	ln     *transport.Listener
+	msgs   chan wire.NetworkMessage
+	sess   chan *transport.Session
 }
 
 func startFakeRouter(t *testing.T, ep string) *fakeRouter {
+	return startFakeRouterOpts(t, ep, false)
+}
+
+func startFakeRouterOpts(t *testing.T, ep string, answer bool) *fakeRouter {
 	t.Helper()
-	r := &fakeRouter{t: t, msgs: make(chan wire.NetworkMessage, 4096), sess: make(chan *transport.Session, 8)}
+	r := &fakeRouter{t: t, answer: answer, pushes: map[uint16]int{}, msgs: make(chan wire.NetworkMessage, 4096), sess: make(chan *transport.Session, 8)}
 	var z [8]byte
 	z[0] = 0x42
 	cfg := transport.Config{ZID: wire.MustZID(z[:])}
 	ln, err := transport.Listen(context.Background(), ep, cfg, func(s *transport.Session) transport.Handler {
 		r.sess <- s
-		return transport.HandlerFuncs{Network: func(_ *transport.Session, m wire.NetworkMessage) {
+		return transport.HandlerFuncs{Network: func(s *transport.Session, m wire.NetworkMessage) {
+			if r.answer {
+				switch m := m.(type) {
+				case *wire.Interest:
+					_ = s.Send(&wire.Declare{HasInterestID: true, InterestID: m.ID, Body: &wire.DeclareSubscriber{ID: m.ID,
+						WireExpr: wire.WireExpr{Scope: m.WireExpr.Scope, Suffix: m.WireExpr.Suffix, Mapping: wire.MappingReceiver}}},
+						transport.SendOptions{Reliable: true})
+					_ = s.Send(&wire.Declare{HasInterestID: true, InterestID: m.ID, Body: &wire.DeclareFinal{}}, transport.SendOptions{Reliable: true})
+				case *wire.Push:
+					r.mu.Lock()
+					r.pushes[m.WireExpr.Scope]++
+					r.mu.Unlock()
+					return
+				}
+			}
 			c, err := wire.CloneNetwork(m)
 			if err == nil {
 				r.msgs <- c
@@ -267,4 +292,81 @@ func TestReconnect(t *testing.T) {
 		return ok && ds.WireExpr.Suffix == "scan"
 	})
 	eventually(t, "reconnected", func() bool { st := d.Stats(); return st.Connected && st.Reconnects == 1 })
+}
+
+// TestTxWindow: with a per-socket lock and no TX batching a publisher gets
+// about one send per socket window (the ~9 msg/s of nano-ros tx-tuning.md
+// at 100 ms); TX batching restores the offered rate; a POSIX device (no
+// lock) is not limited.
+func TestTxWindow(t *testing.T) {
+	r := startFakeRouterOpts(t, "tcp/127.0.0.1:0", true)
+	pub := []Publication{{Key: "tele", RateHz: 50}}
+	untuned := startDevice(t, DeviceConfig{Name: "untuned", Board: "native_sim", Env: map[string]string{"NROS_ZENOH_TX_BATCH": "0"}, Publications: pub}, r.ln.Endpoint())
+	batched := startDevice(t, DeviceConfig{Name: "batched", Board: "native_sim", Publications: pub}, r.ln.Endpoint())
+	host := startDevice(t, DeviceConfig{Name: "host", Board: "linux-host", Publications: pub}, r.ln.Endpoint())
+	matched := func(d *Device) bool { return d.Stats().Publications["tele"].Matched }
+	eventually(t, "write filters open", func() bool { return matched(untuned) && matched(batched) && matched(host) })
+	sent := func(d *Device) float64 { return float64(d.Stats().Publications["tele"].Sent) }
+	u0, b0, h0 := sent(untuned), sent(batched), sent(host)
+	eventually(t, "100 samples from the host", func() bool { return sent(host) >= h0+100 })
+	du, db, dh := sent(untuned)-u0, sent(batched)-b0, sent(host)-h0
+	t.Logf("sent meanwhile: untuned %.0f, batched %.0f, host %.0f (model: 9 : 50 : 50 per second)", du, db, dh)
+	require.InDelta(t, 9.0/50, du/dh, 0.1, "untuned ≈ one send per 111 ms cycle")
+	require.Greater(t, db/dh, 0.75, "batching carries the offered rate")
+	st := untuned.Stats()
+	require.Greater(t, st.TxWaits, uint64(0))
+	p := st.Publications["tele"]
+	require.LessOrEqual(t, p.Attempts-(p.Sent+p.Filtered+p.TxDrops), uint64(1), "every attempt is accounted for (one may be waiting for the socket)")
+}
+
+// TestUDPReceivePacing: over UDP (no relay) the read goroutine itself
+// waits one socket window per batch.
+func TestUDPReceivePacing(t *testing.T) {
+	r := startFakeRouter(t, "udp/127.0.0.1:0")
+	d := startDevice(t, DeviceConfig{Name: "u1", Board: "native_sim", Env: map[string]string{"NROS_ZENOH_SOCKET_TIMEOUT_MS": "5"},
+		Subscriptions: []Subscription{{Key: "scan"}}}, r.ln.Endpoint())
+	s := r.session()
+	r.next("subscriber", func(m wire.NetworkMessage) bool {
+		dm, ok := m.(*wire.Declare)
+		return ok && dm.Body.DeclID() == wire.IDDeclareSubscriber
+	})
+	for range 30 {
+		require.NoError(t, s.Send(pushTo("scan", []byte("x"), nil), transport.SendOptions{Reliable: true, Express: true}))
+	}
+	eventually(t, "30 samples", func() bool { return d.Stats().Subscriptions["scan"].Received == 30 })
+	require.GreaterOrEqual(t, d.Stats().RxWaits, uint64(30))
+}
+
+// TestFleetStopLeavesNoGoroutine: a fleet of replicas (per-fd devices with
+// relays, POSIX devices, publishers, batching) leaves nothing behind.
+func TestFleetStopLeavesNoGoroutine(t *testing.T) {
+	r := startFakeRouterOpts(t, "tcp/127.0.0.1:0", true)
+	before := goleak.IgnoreCurrent()
+	fc, err := ParseFleetConfig("fleet.yaml", []byte(`
+devices:
+  - name: z
+    board: native_sim
+    replicas: 3
+    subscriptions: [{key: "cmd/${name}"}]
+    publications: [{key: "tele/${name}", rate_hz: 20}, {key: "alarm/${name}", rate_hz: 5, express: true}]
+  - name: h
+    board: linux-host
+    replicas: 2
+    publications: [{key: "tele/${name}", rate_hz: 20}]
+`))
+	require.NoError(t, err)
+	require.Len(t, fc.Devices, 5)
+	require.Equal(t, "tele/z-2", fc.Devices[2].Publications[0].Key)
+	f, err := NewFleet(fc, Options{Endpoint: r.ln.Endpoint()})
+	require.NoError(t, err)
+	require.NoError(t, f.Start(context.Background()))
+	eventually(t, "all publishing", func() bool {
+		st := f.Stats()
+		return st.Totals.Connected == 5 && st.Totals.Sent >= 20
+	})
+	f.Stop()
+	st := f.Stats()
+	require.Zero(t, st.Totals.Connected)
+	// The router's side of the sessions ends on EOF; goleak retries.
+	goleak.VerifyNone(t, before)
 }
