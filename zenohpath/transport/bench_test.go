@@ -102,3 +102,34 @@ func BenchmarkReassemble64K(b *testing.B) {
 		}
 	}
 }
+
+// TestRXAllocs pins zero allocations on the receive path FRAME → PUSH →
+// handler, and on Send's encode + enqueue.
+func TestRXAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("SKIP: allocation counts are not meaningful under -race (sync.Pool drops items)")
+	}
+	cfg := testConfig().withDefaults()
+	h := &countHandler{want: -1}
+	s := newSession(&cfg, nullLink{}, params{resolution: wire.DefaultResolution, batchSize: 65535, peerLease: time.Second}, h)
+	b := frameBatch(true, 7, push("demo/alloc", []byte("payload")), push("demo/alloc", []byte("payload")))
+	allocs := testing.AllocsPerRun(1000, func() {
+		s.rxLast[chReliable] = 6
+		if err := s.parser.WalkBatch(b, s.walkFn); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("receive path allocates %v per batch", allocs)
+	}
+	m := push("demo/alloc", []byte("payload"))
+	allocs = testing.AllocsPerRun(1000, func() {
+		if err := s.Send(m, SendOptions{Reliable: true}); err != nil {
+			t.Fatal(err)
+		}
+		putBuf((<-s.txq).buf)
+	})
+	if allocs != 0 {
+		t.Fatalf("Send allocates %v per message", allocs)
+	}
+}

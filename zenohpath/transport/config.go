@@ -44,7 +44,8 @@ type Config struct {
 	WhatAmI wire.WhatAmI
 	// BatchSize is the largest batch we accept and propose, in bytes, the
 	// 2-byte stream prefix included (§3.1). 0 = DefaultBatchSize. The
-	// negotiated size is the smaller of both sides'.
+	// negotiated size is the smaller of both sides'; below MinBatchSize
+	// the handshake fails.
 	BatchSize uint16
 	// Resolution is the resolution byte we propose/accept (bits 0-1 SN,
 	// 2-3 request id). 0 = wire.DefaultResolution (32/32 bit, 28-bit SN mask).
@@ -82,6 +83,7 @@ func (c Config) withDefaults() Config {
 	if c.BatchSize == 0 {
 		c.BatchSize = DefaultBatchSize
 	}
+	c.BatchSize = max(c.BatchSize, MinBatchSize)
 	if c.Resolution == 0 {
 		c.Resolution = wire.DefaultResolution
 	}

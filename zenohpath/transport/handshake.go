@@ -51,6 +51,11 @@ func linkBatch(cfg *Config, l link) uint16 {
 	return uint16(min(int(cfg.BatchSize), l.maxBatch()))
 }
 
+// MinBatchSize is the smallest negotiated batch size accepted, in bytes:
+// room for the stream prefix, a FRAGMENT header with a 9-byte SN and the
+// First marker, and some payload.
+const MinBatchSize = 64
+
 // randomSN draws an initial SN inside the mask (Rust derives one from the
 // ZIDs, pico uses 0 in practice: peers must not rely on either, §4.3).
 func randomSN(mask uint64) uint64 { return mrand.Uint64() & mask }
@@ -181,6 +186,9 @@ func acceptHandshake(l link, cfg *Config, key *cookieKey, deadline time.Time) (p
 		batchSize:   min(syn.BatchSize, linkBatch(cfg, l)),
 		patch:       min(syn.Patch, ourPatch(cfg)),
 	}
+	if p.batchSize < MinBatchSize {
+		return params{}, h.fail("InitSyn", ReasonInvalid, fmt.Errorf("batch size %d below %d", p.batchSize, MinBatchSize))
+	}
 	ack := wire.InitAck{
 		Version:    wire.ProtoVersion,
 		WhatAmI:    cfg.WhatAmI,
@@ -248,9 +256,9 @@ func openHandshake(l link, cfg *Config, deadline time.Time) (params, error) {
 	if ack.Version != wire.ProtoVersion {
 		return params{}, h.fail("InitAck", ReasonInvalid, fmt.Errorf("protocol version %#x", ack.Version))
 	}
-	if ack.BatchSize > batch || !resolutionLE(ack.Resolution, cfg.Resolution) {
+	if ack.BatchSize > batch || ack.BatchSize < MinBatchSize || !resolutionLE(ack.Resolution, cfg.Resolution) {
 		return params{}, h.fail("InitAck", ReasonInvalid,
-			fmt.Errorf("InitAck batch %d / resolution %#x exceed our %d / %#x", ack.BatchSize, ack.Resolution, batch, cfg.Resolution))
+			fmt.Errorf("InitAck batch %d / resolution %#x outside [%d, %d] / %#x", ack.BatchSize, ack.Resolution, MinBatchSize, batch, cfg.Resolution))
 	}
 	p := params{
 		peerZID:     ack.ZID,

@@ -236,3 +236,12 @@ func newTCPPipe(t testing.TB) tcpPipe {
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 	return tcpPipe{a, b}
 }
+
+func TestAcceptRejectsTinyBatch(t *testing.T) {
+	ln, _, _ := startListener(t, testConfig())
+	p := dialRaw(t, ln)
+	p.send(&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: testZID(), HasSize: true, Resolution: wire.DefaultResolution, BatchSize: 10})
+	c, ok := p.recvMsg(5 * time.Second).(*wire.Close)
+	require.True(t, ok)
+	require.Equal(t, wire.CloseInvalid, c.Reason)
+}

@@ -140,7 +140,7 @@ type udpPeerLink struct {
 	conn   *net.UDPConn
 	addr   netip.AddrPort
 	in     chan []byte
-	cur    []byte
+	timer  *time.Timer // read deadline timer, reused by the read goroutine
 	closed chan struct{}
 	once   sync.Once
 	onEnd  func()
@@ -157,13 +157,16 @@ func (timeoutError) Temporary() bool { return true }
 func (l *udpPeerLink) readBatch(deadline time.Time) ([]byte, error) {
 	var tc <-chan time.Time
 	if !deadline.IsZero() {
-		t := time.NewTimer(time.Until(deadline))
-		defer t.Stop()
-		tc = t.C
+		if l.timer == nil {
+			l.timer = time.NewTimer(time.Until(deadline))
+		} else {
+			l.timer.Reset(time.Until(deadline))
+		}
+		defer l.timer.Stop()
+		tc = l.timer.C
 	}
 	select {
 	case b := <-l.in:
-		l.cur = b
 		return b, nil
 	case <-tc:
 		return nil, timeoutError{}

@@ -222,6 +222,8 @@ func (ln *Listener) readUDP() {
 				ln.mu.Unlock()
 				return
 			}
+			ln.cfg.Logger.Warn("transport: UDP read failed", "err", err)
+			time.Sleep(10 * time.Millisecond)
 			continue
 		}
 		d := append([]byte(nil), buf[:n]...)

@@ -241,3 +241,32 @@ func TestPicoLeaseExpiry(t *testing.T) {
 	require.Equal(t, ReasonExpired, ce.Reason)
 	require.InDelta(t, 10, time.Since(start).Seconds(), 1.5)
 }
+
+// TestPicoPutUDP: z_put over udp/ to our UDP listener (datagram batches,
+// demultiplexed by source address).
+func TestPicoPutUDP(t *testing.T) {
+	dir := picoExamples(t)
+	rec := newRecorder()
+	acc := make(chan *Session, 4)
+	ln, err := Listen(context.Background(), "udp/127.0.0.1:0", testConfig(), func(s *Session) Handler {
+		acc <- s
+		return rec
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	p := startPico(t, dir, "z_put", "-m", "client", "-e", ln.Endpoint(), "-k", "demo/udp", "-v", "hello udp")
+	s := acceptOne(t, acc)
+	t.Logf("pico over UDP: batch %d, output so far: %q", s.BatchSize(), p.output())
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-rec.msgs:
+			if m.id == wire.IDPush {
+				require.Equal(t, "hello udp", string(m.payload))
+				return
+			}
+		case <-deadline:
+			t.Fatal("no PUSH over UDP")
+		}
+	}
+}

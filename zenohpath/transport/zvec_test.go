@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/zenohpath/wire/zvec"
 )
 
 // zvecLine is one data line of a zenoh-pico transcript
@@ -20,21 +22,14 @@ type zvecLine struct {
 	batch []byte
 }
 
-func zvecDir() string {
-	if d := os.Getenv("PICOBRIDGE_ZVEC_DIR"); d != "" {
-		return d
-	}
-	// The repository keeps the transcripts outside the module during
-	// development; tests skip when they are not there.
-	return "/work/shared/testdata/zenoh-pico"
-}
-
 func loadZvec(t testing.TB, name string) []zvecLine {
 	t.Helper()
-	f, err := os.Open(filepath.Join(zvecDir(), name))
+	dir, err := zvec.FindTestdata()
 	if err != nil {
-		t.Skipf("SKIP: transcript %s not available (set PICOBRIDGE_ZVEC_DIR): %v", name, err)
+		t.Skipf("SKIP: zenoh-pico transcripts not found: %v", err)
 	}
+	f, err := os.Open(filepath.Join(dir, name))
+	require.NoError(t, err)
 	defer f.Close()
 	var out []zvecLine
 	sc := bufio.NewScanner(f)

@@ -18,6 +18,7 @@ Scouting (multicast and gossip) is always off; with no --listen nothing listens.
 Every event is one JSON object on one stdout line, flushed at once:
     {"ev":"ready", ...}                 session open and the action's entity declared
     {"ev":"matched"}                    a publisher/querier saw a matching subscriber/queryable
+    {"ev":"matching","key":K,"matching":B}  matching action: the status changed
     {"ev":"sent","count":N,...}         a publisher finished sending
     {"ev":"sample","key":K,"kind":"put|delete","payload_len":L,"seq":S,"attachment":A,...}
     {"ev":"query","key":K,"parameters":P,"payload_len":L}
@@ -221,6 +222,27 @@ def act_pub(session, args, ctl):
     return 0
 
 
+def act_matching(session, args, ctl):
+    """Declares a publisher (or querier) and reports each change of its matching status."""
+    if args.querier:
+        ent = session.declare_querier(args.key)
+    else:
+        ent = session.declare_publisher(args.key)
+    ctl.undeclare_cb = ent.undeclare
+    n = [0]
+
+    def on_status(st):
+        n[0] += 1
+        emit("matching", key=args.key, matching=bool(st.matching))
+
+    listener = ent.declare_matching_listener(on_status)
+    emit("ready", zid=str(session.zid()), key=args.key)
+    ctl.wait()
+    listener.undeclare()
+    emit("done", count=n[0])
+    return 0
+
+
 def act_put(session, args, ctl):
     attachment = args.attachment.encode() if args.attachment is not None else None
     emit("ready", zid=str(session.zid()), key=args.key)
@@ -306,7 +328,7 @@ class SubStats:
                 "seq": seq,
                 "attachment": text_or_none(zbytes(s.attachment)),
                 "express": s.express,
-                "priority": str(s.priority),
+                "priority": str(s.priority).rsplit(".", 1)[-1].lower(),
                 "timestamp": s.timestamp is not None,
             }
             if seq is None:
@@ -544,6 +566,10 @@ def build_parser():
     p.add_argument("--timeout", type=float, default=10, metavar="S", help="for --wait-matching")
     qos(p)
 
+    p = action("matching", "declare a publisher (or --querier) and report matching status changes")
+    p.add_argument("key")
+    p.add_argument("--querier", action="store_true")
+
     p = action("put", "one session-level put")
     p.add_argument("key")
     p.add_argument("--payload", metavar="TEXT")
@@ -604,6 +630,7 @@ def build_parser():
 ACTIONS = {
     "router": act_router,
     "pub": act_pub,
+    "matching": act_matching,
     "put": act_put,
     "delete": act_delete,
     "sub": act_sub,
