@@ -1,18 +1,35 @@
 package devsim
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/zenohpath"
 )
 
-// These tests run simulated devices against the real Rust Zenoh router
-// (eclipse-zenoh 1.10.2 via Python, internal/interop) with Rust clients
-// publishing and subscribing. They skip with a hint when Python Zenoh is
-// missing (and fail in CI).
+// These tests run simulated devices against a router with Rust clients
+// (eclipse-zenoh 1.10.2 via Python, internal/interop) publishing and
+// subscribing, twice: with the real Rust router ("rust") and with
+// picobridge's Go router, package zenohpath ("go"). They skip with a hint
+// when Python Zenoh is missing (and fail in CI).
+
+type routerKind struct {
+	name  string
+	start func(t *testing.T) string // returns the endpoint
+}
+
+var routers = []routerKind{{"rust", rustRouter}, {"go", goRouter}}
+
+// forEachRouter runs f as a subtest per router.
+func forEachRouter(t *testing.T, f func(t *testing.T, ep string)) {
+	for _, r := range routers {
+		t.Run(r.name, func(t *testing.T) { f(t, r.start(t)) })
+	}
+}
 
 // rustRouter starts a Rust router and returns its endpoint.
 func rustRouter(t *testing.T) string {
@@ -21,6 +38,17 @@ func rustRouter(t *testing.T) string {
 	ep := interop.FreeEndpoint(t)
 	interop.StartReady(t, "router", "--listen", ep)
 	return ep
+}
+
+// goRouter starts picobridge's Go router in-process.
+func goRouter(t *testing.T) string {
+	t.Helper()
+	interop.FindPython(t)
+	r := zenohpath.NewRouter(zenohpath.RouterConfig{})
+	ln, err := r.Listen(context.Background(), "tcp/127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	return ln.Endpoint()
 }
 
 func eventuallyScaled(t *testing.T, nominal time.Duration, what string, cond func() bool) {
@@ -34,12 +62,13 @@ func eventuallyScaled(t *testing.T, nominal time.Duration, what string, cond fun
 	}
 }
 
-// TestRustRingOverflow: a Rust publisher floods a key; a native_sim device
+// TestRingOverflow: a Rust client floods a key; a native_sim device
 // (ring depth 4, application draining once a second) overflows its ring
 // and counts it, while a device built with 65535-sized knobs (batch, frag,
 // ring) loses nothing at a gentle rate.
-func TestRustRingOverflow(t *testing.T) {
-	ep := rustRouter(t)
+func TestRingOverflow(t *testing.T) { forEachRouter(t, testRingOverflow) }
+
+func testRingOverflow(t *testing.T, ep string) {
 	slow := startDevice(t, DeviceConfig{Name: "slow", Platform: "zephyr", Board: "native_sim", Drain: time.Second,
 		Subscriptions: []Subscription{{Key: "flood"}}}, ep)
 	big := startDevice(t, DeviceConfig{Name: "big", Board: "linux-host",
@@ -69,12 +98,13 @@ func TestRustRingOverflow(t *testing.T) {
 	require.LessOrEqual(t, f.Received-f.Delivered-f.RingFullDrops, uint64(4), "the rest waits in the ring")
 }
 
-// TestRustOversize: through a Rust router, a message larger than the
+// TestOversize: through the router, a message larger than the
 // device's frag_max_size (2048 on native_sim, arriving as fragments of its
 // 1024-byte batch) is dropped and counted; a fragmented one below the bound
 // is delivered.
-func TestRustOversize(t *testing.T) {
-	ep := rustRouter(t)
+func TestOversize(t *testing.T) { forEachRouter(t, testOversize) }
+
+func testOversize(t *testing.T, ep string) {
 	d := startDevice(t, DeviceConfig{Name: "frag", Platform: "zephyr", Board: "native_sim",
 		Subscriptions: []Subscription{{Key: "big/**", Large: true}}}, ep)
 	interop.StartReady(t, "pub", "big/large", "--connect", ep, "--size", "5000", "--count", "3", "--rate", "20", "--wait-matching", "--timeout", "20")
@@ -89,14 +119,15 @@ func TestRustOversize(t *testing.T) {
 	require.EqualValues(t, 3, s.Subscriptions["big/**"].Received)
 }
 
-// TestRustDevicePublishes: a device's publisher sends nothing while no
+// TestDevicePublishes: a device's publisher sends nothing while no
 // subscriber matches (the router's answer to its aggregated INTEREST has
 // no DeclareSubscriber); once a Rust subscriber appears the router declares
 // it, the write filter opens and the Rust subscriber receives the device's
 // samples. Another device subscribed to the same key measures latency from
 // the ROS header stamps.
-func TestRustDevicePublishes(t *testing.T) {
-	ep := rustRouter(t)
+func TestDevicePublishes(t *testing.T) { forEachRouter(t, testDevicePublishes) }
+
+func testDevicePublishes(t *testing.T, ep string) {
 	pub := startDevice(t, DeviceConfig{Name: "z1", Platform: "zephyr", Board: "native_sim",
 		Publications: []Publication{{Key: "tele/z1", RateHz: 20, Size: 64}}}, ep)
 	eventuallyScaled(t, 15*time.Second, "filtered publications while nobody subscribes", func() bool {
@@ -114,19 +145,20 @@ func TestRustDevicePublishes(t *testing.T) {
 		return host.Stats().Subscriptions["tele/*"].Latency.Count >= 10
 	})
 	st := host.Stats().Subscriptions["tele/*"]
-	t.Logf("device → Rust router → device: %+v", st)
+	t.Logf("device → router → device: %+v", st)
 	require.Zero(t, st.OutOfOrder)
 	require.Greater(t, st.Latency.P50, 0.0)
 	require.Less(t, st.Latency.P50, 1000.0)
 }
 
-// TestRustSocketWindowLimitsReceive: under the same flood, a device with a
+// TestSocketWindowLimitsReceive: under the same flood, a device with a
 // per-socket lock reads about one batch per socket window cycle
 // (knobs.Capacity.ExpressRateCeiling: 9 batches/s at 100 ms), a device
 // whose window is 20 ms about five times as many, and a POSIX device (no
 // lock) is not limited.
-func TestRustSocketWindowLimitsReceive(t *testing.T) {
-	ep := rustRouter(t)
+func TestSocketWindowLimitsReceive(t *testing.T) { forEachRouter(t, testSocketWindowLimitsReceive) }
+
+func testSocketWindowLimitsReceive(t *testing.T, ep string) {
 	ring := map[string]string{"NROS_ZENOH_SUBSCRIBER_RING_DEPTH": "65535"}
 	w100 := startDevice(t, DeviceConfig{Name: "w100", Platform: "zephyr", Board: "native_sim", Env: ring,
 		Subscriptions: []Subscription{{Key: "flood"}}}, ep)
