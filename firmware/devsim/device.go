@@ -158,6 +158,7 @@ func NewDevice(cfg DeviceConfig, opts Options) (*Device, error) {
 	if d.cfg.ReconnectInterval <= 0 {
 		d.cfg.ReconnectInterval = DefaultReconnectInterval
 	}
+	d.win = newWindow(d.model.WindowCycle)
 	var zb [16]byte // Z_ZID_LENGTH: a random 16-byte ZID, kept across reconnects
 	_, _ = rand.Read(zb[:])
 	zb[15] |= 1 // never the zero ZID
@@ -205,8 +206,9 @@ func (d *Device) Start(ctx context.Context) error {
 		return errors.New("devsim: device already started")
 	}
 	ctx, d.cancel = context.WithCancel(ctx)
+	d.mu.Lock()
 	d.started = time.Now()
-	d.win = newWindow(d.model.WindowCycle)
+	d.mu.Unlock()
 	if d.win != nil {
 		d.goRun(func() { d.win.run(ctx) })
 	}
