@@ -725,7 +725,7 @@ func (d *Device) pongLoop(ctx context.Context) {
 		}
 		push := &wire.Push{
 			WireExpr: wire.WireExpr{Scope: j.c.pongKeyID, Mapping: wire.MappingSender},
-			NetExt:   wire.NetExt{HasQoS: true, QoS: wire.NewQoS(wire.PriorityData, wire.CongestionDrop, true)},
+			NetExt:   wire.NetExt{HasQoS: true, QoS: wire.NewQoS(wire.PriorityRealTime, wire.CongestionDrop, true)},
 			Body:     &wire.Put{Payload: pong},
 		}
 		if j.c.s.Send(push, transport.SendOptions{Express: true}) == nil {
