@@ -13,7 +13,7 @@ import (
 	"github.com/picobridge/picobridge/zenohpath/wire/zvec"
 )
 
-func runCLI(t *testing.T, stdin string, args ...string) (string, string, error) {
+func runWireCLI(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
 	root := newRootCommand()
 	var out, errb bytes.Buffer
@@ -35,7 +35,7 @@ func TestWireDecodeTranscripts(t *testing.T) {
 	require.NotEmpty(t, files)
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			out, stderr, err := runCLI(t, "", "wire", "decode", "--check", path)
+			out, stderr, err := runWireCLI(t, "", "wire", "decode", "--check", path)
 			require.NoError(t, err, stderr)
 			fh, err := os.Open(path)
 			require.NoError(t, err)
@@ -54,7 +54,7 @@ func TestWireDecodeTranscripts(t *testing.T) {
 
 func TestWireDecodeStdin(t *testing.T) {
 	in := "# comment\n04\n2500 fc01000f64656d6f2f6578616d706c652f2a2aa10d26904e2302\n\n2305\n"
-	out, _, err := runCLI(t, in, "wire", "decode", "-")
+	out, _, err := runWireCLI(t, in, "wire", "decode", "-")
 	require.NoError(t, err)
 	require.Equal(t, `1 KEEP_ALIVE
 2 FRAME R sn=0: REQUEST rid=1 key="demo/example/**" (scope 0, N, M) QoS=0x0d(prio 5,block) Timeout=10000ms QUERY consolidation=2
@@ -65,7 +65,7 @@ func TestWireDecodeStdin(t *testing.T) {
 func TestWireDecodeErrors(t *testing.T) {
 	// batch 2 is a PUSH cut inside its PUT payload
 	in := "04\n25025d01011505\n0a\n"
-	out, stderr, err := runCLI(t, in, "wire", "decode", "-")
+	out, stderr, err := runWireCLI(t, in, "wire", "decode", "-")
 	require.Error(t, err)
 	require.Equal(t, exitDecodeError, exitCode(err))
 	require.Contains(t, stderr, "batch 2 (input line 2, 7 bytes) offset 5")
@@ -76,19 +76,19 @@ func TestWireDecodeErrors(t *testing.T) {
 	require.Contains(t, err.Error(), "2 of 3 batches did not decode")
 
 	// not hex
-	_, _, err = runCLI(t, "zz\n", "wire", "decode", "-")
+	_, _, err = runWireCLI(t, "zz\n", "wire", "decode", "-")
 	require.Error(t, err)
 	require.Equal(t, 1, exitCode(err))
 
 	// --check reports a difference with exit status 3
 	tmp := filepath.Join(t.TempDir(), "x.zvec")
 	require.NoError(t, os.WriteFile(tmp, []byte("# expect: D>G line 1 = KEEP_ALIVE\n# expect: D>G line 2 = CLOSE session reason=0(GENERIC)\n0 D>G 04\n1 D>G 2305\n"), 0o644))
-	_, stderr, err = runCLI(t, "", "wire", "decode", "--check", tmp)
+	_, stderr, err = runWireCLI(t, "", "wire", "decode", "--check", tmp)
 	require.Error(t, err)
 	require.Equal(t, exitExpectMismatch, exitCode(err))
 	require.Contains(t, stderr, "line 2: got    CLOSE session reason=5(EXPIRED)")
 
 	// missing file
-	_, _, err = runCLI(t, "", "wire", "decode", filepath.Join(t.TempDir(), "nope.zvec"))
+	_, _, err = runWireCLI(t, "", "wire", "decode", filepath.Join(t.TempDir(), "nope.zvec"))
 	require.Error(t, err)
 }
