@@ -24,11 +24,10 @@ type recorder struct {
 	msgs   chan rxMsg
 	closed chan error
 	onMsg  func(s *Session, m wire.NetworkMessage)
-	once   sync.Once
 }
 
 func newRecorder() *recorder {
-	return &recorder{msgs: make(chan rxMsg, 100000), closed: make(chan error, 1)}
+	return &recorder{msgs: make(chan rxMsg, 100000), closed: make(chan error, 16)}
 }
 
 func (r *recorder) HandleNetwork(s *Session, m wire.NetworkMessage) {
@@ -51,7 +50,7 @@ func (r *recorder) HandleNetwork(s *Session, m wire.NetworkMessage) {
 }
 
 func (r *recorder) HandleClose(s *Session, err error) {
-	r.once.Do(func() { r.closed <- err })
+	r.closed <- err // HandleClose is called once per session
 }
 
 func (r *recorder) next(t testing.TB, timeout time.Duration) rxMsg {

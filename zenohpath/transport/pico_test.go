@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,8 +49,19 @@ func picoBatch(t *testing.T, dir string) int {
 }
 
 type picoProc struct {
-	cmd *exec.Cmd
-	out *bytes.Buffer
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan struct{} // closed when the process has exited
+}
+
+// exited waits up to d for the process to exit.
+func (p *picoProc) exited(d time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
 }
 
 // startPico runs one example; stdout+stderr are logged if the test fails.
@@ -70,10 +82,14 @@ func startPico(t *testing.T, dir, name string, args ...string) *picoProc {
 	sw := &syncWriter{b: out}
 	cmd.Stdout, cmd.Stderr = sw, sw
 	require.NoError(t, cmd.Start())
-	p := &picoProc{cmd: cmd, out: out}
+	p := &picoProc{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(p.done)
+	}()
 	t.Cleanup(func() {
 		cancel()
-		_ = cmd.Wait()
+		<-p.done
 		if t.Failed() {
 			t.Logf("%s output:\n%s", name, p.output())
 		}
@@ -136,9 +152,9 @@ func picoPut(t *testing.T, dir string, ln *Listener, acc chan *Session, rec *rec
 				require.Contains(t, []CloseReason{ReasonEOF, ReasonRemoteClose}, ce.Reason)
 				return s, m
 			case err := <-rec.closed:
+				p.exited(5 * time.Second)
 				if attempt < 3 && strings.Contains(p.output(), "Put has failed") {
 					t.Logf("attempt %d: pico dropped its put (%v), retrying", attempt, err)
-					rec.once = sync.Once{}
 					goto next
 				}
 				t.Fatalf("session closed before a PUSH: %v", err)
@@ -269,4 +285,41 @@ func TestPicoPutUDP(t *testing.T) {
 			t.Fatal("no PUSH over UDP")
 		}
 	}
+}
+
+// TestPicoPeerDial: our Dial (opening role, peer) to a zenoh-pico peer
+// listening on TCP; we publish to its subscriber.
+func TestPicoPeerDial(t *testing.T) {
+	dir := picoExamples(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ep := "tcp/" + l.Addr().String()
+	require.NoError(t, l.Close())
+	p := startPico(t, dir, "z_sub", "-m", "peer", "-l", ep, "-k", "demo/peer/**", "-n", "1")
+	cfg := testConfig()
+	cfg.WhatAmI = wire.WhatAmIPeer
+	rec := newRecorder()
+	var s *Session
+	deadline := time.Now().Add(10 * time.Second)
+	for s == nil {
+		s, err = Dial(context.Background(), ep, cfg, rec)
+		if err != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("dial pico peer: %v\n%s", err, p.output())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Cleanup(func() { _ = s.Close(ReasonShutdown); <-s.Done() })
+	t.Logf("pico peer: whatami %s batch %d lease %v patch %d", s.PeerWhatAmI(), s.BatchSize(), s.PeerLease(), s.Patch())
+	require.Equal(t, wire.WhatAmIPeer, s.PeerWhatAmI())
+	for !p.exited(200 * time.Millisecond) {
+		if err := s.Send(push("demo/peer/x", []byte("from go peer")), SendOptions{Reliable: true}); err != nil {
+			require.ErrorIs(t, err, ErrClosed) // pico exits after its sample
+			p.exited(5 * time.Second)
+			break
+		}
+		require.False(t, time.Now().After(deadline.Add(5*time.Second)), "pico got nothing:\n%s", p.output())
+	}
+	require.Contains(t, p.output(), "Received ('demo/peer/x': 'from go peer')")
 }

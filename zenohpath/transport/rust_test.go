@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,39 @@ import (
 // These tests run the real Rust Zenoh (eclipse-zenoh 1.10.2 via Python,
 // internal/interop). They skip with a hint when Python Zenoh is missing
 // (and fail in CI).
+
+// publishUntil sends m every 100 ms until the Rust subscriber reports a
+// sample (its declaration may reach the router after our first PUSH).
+func publishUntil(t *testing.T, s *Session, m wire.NetworkMessage, sub *interop.Proc) interop.Event {
+	t.Helper()
+	deadline := time.Now().Add(interop.Scale(10 * time.Second))
+	for time.Now().Before(deadline) {
+		require.NoError(t, s.Send(m, SendOptions{Reliable: true}))
+		if ev, err := sub.Next(100*time.Millisecond, func(e interop.Event) bool { return e.Ev == "sample" }); err == nil {
+			return ev
+		}
+	}
+	t.Fatalf("the Rust subscriber got nothing\n%s", sub.Output())
+	return interop.Event{}
+}
+
+// waitPushKey waits for a PUSH on key.
+func waitPushKey(t *testing.T, rec *recorder, key string) rxMsg {
+	t.Helper()
+	deadline := time.After(interop.Scale(10 * time.Second))
+	for {
+		select {
+		case m := <-rec.msgs:
+			if m.id == wire.IDPush && m.key == key {
+				return m
+			}
+		case err := <-rec.closed:
+			t.Fatalf("session closed: %v", err)
+		case <-deadline:
+			t.Fatalf("no PUSH on %s", key)
+		}
+	}
+}
 
 // TestRustRouterDial: our Dial (client role) opens a session with a Rust
 // router, keeps it alive with a 1 s lease for several seconds, publishes
@@ -42,34 +76,25 @@ func TestRustRouterDial(t *testing.T) {
 		SendOptions{Reliable: true}))
 
 	// Publish to the Rust subscriber.
-	require.NoError(t, s.Send(push("demo/rust/a", []byte("from go")), SendOptions{Reliable: true}))
-	ev := sub.WaitEvent("sample", interop.Scale(10*time.Second))
+	ev := publishUntil(t, s, push("demo/rust/a", []byte("from go")), sub)
 	require.Contains(t, ev.String(), `"key":"demo/rust/a"`)
 
-	// A Rust client publishes to our subscription, through the router.
-	time.Sleep(200 * time.Millisecond)
-	interop.StartReady(t, "put", "demo/go/b", "--connect", ep, "--payload", "from rust")
-	deadline := time.After(interop.Scale(10 * time.Second))
-	for got := false; !got; {
-		select {
-		case m := <-rec.msgs:
-			if m.id == wire.IDPush && m.key == "demo/go/b" {
-				require.Equal(t, "from rust", string(m.payload))
-				got = true
-			}
-		case <-deadline:
-			t.Fatal("no PUSH forwarded by the Rust router")
-		}
-	}
+	// A Rust client publishes (10 Hz, until stopped) to our subscription, through the router.
+	pub := interop.StartReady(t, "pub", "demo/go/b", "--connect", ep, "--count", "1000", "--rate", "10")
+	m := waitPushKey(t, rec, "demo/go/b")
+	require.Equal(t, "zpq1", string(m.payload[:4]))
+	pub.Stop()
+	sub.Stop()
 
-	// Stay open for 4 lease periods: nobody may close.
+	// Stay idle for 4 of our lease periods: nobody may close.
+	ka0 := s.Stats().KeepAlivesTx
 	select {
 	case err := <-rec.closed:
 		t.Fatalf("session closed: %v", err)
 	case <-time.After(4 * time.Second):
 	}
 	st := s.Stats()
-	require.GreaterOrEqual(t, st.KeepAlivesTx, uint64(8), "keep-alive every lease/4")
+	require.GreaterOrEqual(t, st.KeepAlivesTx-ka0, uint64(12), "keep-alive every lease/4 = 250 ms")
 	require.GreaterOrEqual(t, st.KeepAlivesRx, uint64(1), "Rust sends KEEP_ALIVE every 2.5 s")
 	require.Empty(t, st.Dropped)
 }
@@ -128,8 +153,7 @@ func TestRustFragmentsBothWays(t *testing.T) {
 	for i := range big {
 		big[i] = byte(i)
 	}
-	require.NoError(t, s.Send(push("demo/rust/big", big), SendOptions{Reliable: true}))
-	ev := sub.WaitEvent("sample", interop.Scale(10*time.Second))
+	ev := publishUntil(t, s, push("demo/rust/big", big), sub)
 	var sample struct {
 		Key        string `json:"key"`
 		PayloadLen int    `json:"payload_len"`
@@ -138,24 +162,11 @@ func TestRustFragmentsBothWays(t *testing.T) {
 	require.Equal(t, "demo/rust/big", sample.Key)
 	require.Equal(t, size, sample.PayloadLen)
 
-	time.Sleep(200 * time.Millisecond)
-	interop.StartReady(t, "put", "demo/go/big", "--connect", ep, "--size", "200000")
-	deadline := time.After(interop.Scale(10 * time.Second))
-	for {
-		select {
-		case m := <-rec.msgs:
-			if m.id != wire.IDPush {
-				continue
-			}
-			require.Equal(t, "demo/go/big", m.key)
-			require.Len(t, m.payload, size)
-			require.Equal(t, "zpq1", string(m.payload[:4]))
-			require.Empty(t, s.Stats().Dropped)
-			return
-		case <-deadline:
-			t.Fatal("no 200 kB PUSH from the Rust side")
-		}
-	}
+	interop.StartReady(t, "pub", "demo/go/big", "--connect", ep, "--size", "200000", "--count", "1000", "--rate", "5")
+	m := waitPushKey(t, rec, "demo/go/big")
+	require.Len(t, m.payload, size)
+	require.Equal(t, "zpq1", string(m.payload[:4]))
+	require.Empty(t, s.Stats().Dropped)
 }
 
 // TestRustRouterUDP: our Dial over udp/ to a Rust router listening on UDP;
@@ -174,15 +185,16 @@ func TestRustRouterUDP(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close(ReasonShutdown); <-s.Done() })
 	t.Logf("UDP batch with the Rust router: %d", s.BatchSize())
-	require.NoError(t, s.Send(push("demo/udp/a", []byte("over udp")), SendOptions{Reliable: true}))
-	require.NoError(t, s.Send(push("demo/udp/b", make([]byte, 20000)), SendOptions{Reliable: true}))
 	var sample struct {
 		Key        string `json:"key"`
 		PayloadLen int    `json:"payload_len"`
 	}
-	require.NoError(t, sub.WaitEvent("sample", interop.Scale(10*time.Second)).Decode(&sample))
+	require.NoError(t, publishUntil(t, s, push("demo/udp/a", []byte("over udp")), sub).Decode(&sample))
 	require.Equal(t, "demo/udp/a", sample.Key)
-	require.NoError(t, sub.WaitEvent("sample", interop.Scale(10*time.Second)).Decode(&sample))
+	require.NoError(t, s.Send(push("demo/udp/b", make([]byte, 20000)), SendOptions{Reliable: true}))
+	require.NoError(t, sub.WaitFor("demo/udp/b", interop.Scale(10*time.Second), func(e interop.Event) bool {
+		return e.Ev == "sample" && strings.Contains(e.String(), "demo/udp/b")
+	}).Decode(&sample))
 	require.Equal(t, "demo/udp/b", sample.Key)
 	require.Equal(t, 20000, sample.PayloadLen)
 }

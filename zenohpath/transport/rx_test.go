@@ -271,3 +271,24 @@ func TestReassembler(t *testing.T) {
 		require.Equal(t, "yyzz", string(m))
 	})
 }
+
+// TestFragmentGapOverSession: a fragment train with a missing SN is
+// dropped and counted; the next train is delivered.
+func TestFragmentGapOverSession(t *testing.T) {
+	ln, acc, rec := startListener(t, testConfig())
+	p, s, ack, _ := rawOpen(t, ln, acc, wire.InitSyn{WhatAmI: wire.WhatAmIClient, Patch: 1}, 10*time.Second, 0)
+	require.EqualValues(t, 1, ack.Patch)
+	msg := push("gap", []byte("0123456789")).Append(nil)
+	p.send(&wire.Fragment{Reliable: true, SN: 0, More: true, First: true, Payload: msg[:5]})
+	p.send(&wire.Fragment{Reliable: true, SN: 2, More: false, Payload: msg[5:]}) // SN 1 missing
+	p.send(&wire.Fragment{Reliable: true, SN: 3, More: true, First: true, Payload: msg[:5]})
+	p.send(&wire.Fragment{Reliable: true, SN: 4, More: false, Payload: msg[5:]})
+	got := rec.next(t, 5*time.Second)
+	require.Equal(t, "0123456789", string(got.payload))
+	require.EqualValues(t, 1, s.Stats().Dropped["fragment_gap"])
+	select {
+	case m := <-rec.msgs:
+		t.Fatalf("unexpected %v", m)
+	case <-time.After(50 * time.Millisecond):
+	}
+}

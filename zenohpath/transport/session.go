@@ -96,7 +96,8 @@ type Session struct {
 	// write goroutine only
 	txSN [2]uint64
 
-	stats stats
+	stats      stats
+	dropLogged atomic.Uint32 // drop reasons already logged, one bit each
 	// onEnd is called (by the read goroutine) after HandleClose; used by
 	// the Listener to forget the session.
 	onEnd func(*Session)
@@ -263,9 +264,15 @@ func (s *Session) Stats() Stats {
 	return st
 }
 
+// drop counts one drop and logs the first one of each reason in this
+// session (invariant 2: counted always, logged once per cause and peer).
 func (s *Session) drop(r dropReason) {
 	s.stats.drops[r].Add(1)
 	s.m.drop(r)
+	bit := uint32(1) << r
+	if old := s.dropLogged.Load(); old&bit == 0 && s.dropLogged.CompareAndSwap(old, old|bit) {
+		s.log.Warn("transport: dropping messages (logged once per reason and session; see Stats and metrics)", "reason", r.String())
+	}
 }
 
 // Send queues one network message. It encodes m before returning, so m
@@ -442,7 +449,6 @@ func (s *Session) onFragment(f *wire.Fragment) error {
 	msg, dropped, why := s.reasm[ch].push(f)
 	if dropped {
 		s.drop(why)
-		s.log.Debug("fragmented message dropped", "reason", why.String())
 	}
 	for len(msg) > 0 {
 		m, k, err := s.fparser.Network(msg)

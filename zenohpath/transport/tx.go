@@ -43,9 +43,10 @@ func (s *Session) writeLoop() {
 			return
 		case it := <-s.txq:
 			w.add(it)
-			// Coalesce whatever is queued already.
+			// Coalesce whatever is queued already (bounded, so that a
+			// flood cannot starve the close, flush and keep-alive cases).
 		drain:
-			for w.err == nil {
+			for i := 0; i < cap(s.txq) && w.err == nil; i++ {
 				select {
 				case it := <-s.txq:
 					w.add(it)
