@@ -42,6 +42,17 @@ func (m SupervisorMode) Label() string {
 // MarshalText writes String.
 func (m SupervisorMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
 
+// UnmarshalText reads String's forms (and Label's).
+func (m *SupervisorMode) UnmarshalText(b []byte) error {
+	for _, x := range []SupervisorMode{Normal, Degraded, Emergency} {
+		if string(b) == x.String() || string(b) == x.Label() {
+			*m = x
+			return nil
+		}
+	}
+	return fmt.Errorf("bridge: unknown supervisor mode %q", b)
+}
+
 // Health is one supervisor reading of the gateway as a whole. It measures
 // the gateway, not one device: one impaired device is the classifier's
 // business and must not change the mode for the others (invariant 6).
