@@ -11,8 +11,6 @@ import (
 // per-device classifier (convention 19). The device label is bounded by
 // metrics.max_devices (beyond: OtherDevice).
 const (
-	namespace = "picobridge"
-
 	MetricBuildInfo            = "picobridge_build_info"
 	MetricDeviceClass          = "picobridge_device_class"
 	MetricDeviceRTT            = "picobridge_device_rtt_seconds"
