@@ -294,6 +294,19 @@ func (g *Gateway) Publish(r Route, s Sample) {
 	}
 }
 
+// RouteForKey is the route of a sample that arrives on a Zenoh key from
+// upstream Zenoh or another device: criticality from the ROS name the key
+// maps back to (Routes.TopicOf), noncritical default for a key that maps to
+// no name.
+func (g *Gateway) RouteForKey(key string) Route {
+	r := Route{Key: key, Criticality: g.cfg.Routes.DefaultCriticality}
+	if topic, ok := g.routes.TopicOf(key); ok {
+		r.Topic = topic
+		r.Criticality = g.routes.CriticalityOf(topic)
+	}
+	return r
+}
+
 // ReportError counts an ingress error (a DDS read failure, a malformed
 // sample) toward the supervisor's errors.
 func (g *Gateway) ReportError() { g.errors.Add(1) }

@@ -83,3 +83,9 @@ func TestKeyIncludes(t *testing.T) {
 		require.Equal(t, tc.want, bridge.KeyIncludes(tc.sub, tc.key), "%s includes %s", tc.sub, tc.key)
 	}
 }
+
+func TestRouteForKey(t *testing.T) {
+	g := newGateway(t, testConfig(t, twoDevices), nil)
+	require.Equal(t, bridge.Route{Key: "cmd_vel", Topic: "/cmd_vel", Criticality: bridge.Critical}, g.RouteForKey("cmd_vel"))
+	require.Equal(t, bridge.Route{Key: "telemetry/imu", Topic: "/telemetry/imu", Criticality: bridge.Noncritical}, g.RouteForKey("telemetry/imu"))
+}
