@@ -31,6 +31,8 @@ type Sample struct {
 // use and should not block for long: when the link's queue is full it
 // returns ErrCongested (the samples are then counted as dropped with reason
 // congestion), any other error also counts toward the supervisor's errors.
+// Every method must return once the device's session is closed: Close
+// waits for the lane goroutines.
 type DeviceSink interface {
 	// SendExpress sends one sample now, in its own frame: Zenoh EXPRESS
 	// flag (no TX batching), reliable, priority RealTime (1), congestion
@@ -490,4 +492,3 @@ func (o *onceLogger) once(l Lane, r DropReason, msg string, attrs ...slog.Attr) 
 	}
 	o.log.Warn("dropping samples: "+msg+" (logged once per cause and device)", args...)
 }
-

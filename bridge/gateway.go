@@ -63,8 +63,8 @@ type Gateway struct {
 	incl   func(sub, key string) bool
 
 	mu      sync.RWMutex
-	devices map[*Device]struct{}
-	stats   map[string]*deviceStats // by label; retained across connections
+	devices atomic.Pointer[[]*Device] // copy on write under mu: Publish reads it without a lock
+	stats   map[string]*deviceStats   // by label; retained across connections
 	profile map[string]resolvedProfile
 
 	ingressLag atomic.Int64 // max ns spent in Publish since the last reading
@@ -98,8 +98,9 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 	g := &Gateway{
 		cfg: cfg, opts: opts, clock: opts.Clock, log: opts.Logger,
 		routes: NewRoutes(cfg), sup: NewSupervisor(cfg.Supervisor), incl: opts.KeyIncludes,
-		devices: map[*Device]struct{}{}, stats: map[string]*deviceStats{}, profile: map[string]resolvedProfile{},
+		stats: map[string]*deviceStats{}, profile: map[string]resolvedProfile{},
 	}
+	g.devices.Store(&[]*Device{})
 	if g.clock == nil {
 		g.clock = systemClock{}
 	}
@@ -183,6 +184,9 @@ func (g *Gateway) Close() error {
 	}
 	g.cancel()
 	g.wg.Wait()
+	for _, d := range *g.devices.Load() {
+		d.egress().discard() // what was pending is counted (suspended), not lost silently
+	}
 	return nil
 }
 
@@ -282,15 +286,13 @@ func (g *Gateway) Publish(r Route, s Sample) {
 	if s.Time.IsZero() {
 		s.Time = start
 	}
-	g.mu.RLock()
-	for d := range g.devices {
+	for _, d := range *g.devices.Load() {
 		if d.subscribed(s.Key) {
 			d.offer(s, r.Criticality, start)
 		}
 	}
-	g.mu.RUnlock()
-	if lag := int64(g.clock.Now().Sub(start)); lag > g.ingressLag.Load() {
-		g.ingressLag.Store(lag) // racy max: a reading, not an account
+	lag := int64(g.clock.Now().Sub(start))
+	for cur := g.ingressLag.Load(); lag > cur && !g.ingressLag.CompareAndSwap(cur, lag); cur = g.ingressLag.Load() {
 	}
 }
 
@@ -352,7 +354,8 @@ func (g *Gateway) Attach(id DeviceIdentity, sink DeviceSink) (*Device, error) {
 	d := &Device{g: g, zid: zid, sink: sink, signalDone: make(chan struct{})}
 	d.configure(g.match(zid, id.Name), id.Name)
 	g.mu.Lock()
-	g.devices[d] = struct{}{}
+	ds := append(slices.Clone(*g.devices.Load()), d)
+	g.devices.Store(&ds)
 	g.mu.Unlock()
 	g.goOwned(d.expressLoop)
 	g.goOwned(d.batchLoop)
@@ -396,21 +399,14 @@ func (g *Gateway) statsFor(label string) *deviceStats {
 
 // Devices lists the attached devices, by name.
 func (g *Gateway) Devices() []*Device {
-	g.mu.RLock()
-	ds := make([]*Device, 0, len(g.devices))
-	for d := range g.devices {
-		ds = append(ds, d)
-	}
-	g.mu.RUnlock()
+	ds := slices.Clone(*g.devices.Load())
 	slices.SortFunc(ds, func(a, b *Device) int { return strings.Compare(a.Name(), b.Name()) })
 	return ds
 }
 
 // Device returns the attached device with that name, or nil.
 func (g *Gateway) Device(name string) *Device {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	for d := range g.devices {
+	for _, d := range *g.devices.Load() {
 		if d.Name() == name {
 			return d
 		}
@@ -434,7 +430,7 @@ type Device struct {
 	subs     []string
 	eg       *egress
 	cls      *Classifier
-	class    Class // effective class the lanes were last set for
+	class    atomic.Uint32 // effective Class the lanes were last set for (read by Lane without a lock)
 
 	errSeen    atomic.Uint64 // sink errors already reported to the supervisor
 	detached   atomic.Bool
@@ -471,8 +467,9 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	d.name, d.conf, d.resolved, d.capa, d.shape = name, dc, prof.resolved, prof.capa, shape
 	d.eg = newEgress(name, shape, g.cfg.Policy, stats, log)
 	d.cls = cls
-	d.class = cls.Class()
-	d.eg.setBatchedRate(d.batchedRate(d.class), now)
+	c := cls.Class()
+	d.class.Store(uint32(c))
+	d.eg.setBatchedRate(d.batchedRate(c), now)
 	d.mu.Unlock()
 	if old != nil {
 		old.discard()
@@ -517,7 +514,8 @@ func (d *Device) Capacity() knobs.Capacity {
 	return d.capa
 }
 
-// Classifier is the device's classifier (for overrides and status).
+// Classifier is the device's classifier (for status; change the override
+// with Device.SetOverride, which also updates the lanes).
 func (d *Device) Classifier() *Classifier {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
@@ -573,7 +571,8 @@ func (d *Device) Detach() {
 		return
 	}
 	d.g.mu.Lock()
-	delete(d.g.devices, d)
+	ds := slices.DeleteFunc(slices.Clone(*d.g.devices.Load()), func(x *Device) bool { return x == d })
+	d.g.devices.Store(&ds)
 	d.g.mu.Unlock()
 	close(d.signalDone)
 	d.egress().discard()
@@ -601,7 +600,7 @@ func (d *Device) Lane(c Criticality) Lane {
 	if c != Critical {
 		return LaneBatched
 	}
-	if d.Classifier().Class() == ClassNoncritical && d.g.cfg.Policy.DemoteCriticalRoutes {
+	if Class(d.class.Load()) == ClassNoncritical && d.g.cfg.Policy.DemoteCriticalRoutes {
 		return LaneBatched
 	}
 	return LaneExpress
@@ -637,8 +636,7 @@ func (d *Device) offer(s Sample, c Criticality, now time.Time) {
 func (d *Device) refreshClass(now time.Time) {
 	c := d.Classifier().Class()
 	d.mu.Lock()
-	changed := c != d.class
-	d.class = c
+	changed := Class(d.class.Swap(uint32(c))) != c
 	eg := d.eg
 	d.mu.Unlock()
 	if changed {

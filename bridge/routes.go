@@ -7,10 +7,10 @@ import (
 
 // Route is one bridged ROS topic: its Zenoh key and its criticality.
 type Route struct {
-	Topic       string      `json:"topic"`        // ROS name, "/scan"
-	Type        string      `json:"type"`         // ROS type, "sensor_msgs/msg/LaserScan"
-	TypeHash    string      `json:"type_hash"`    // "RIHS01_<hex>" or empty
-	Key         string      `json:"key"`          // Zenoh key expression
+	Topic       string      `json:"topic"`     // ROS name, "/scan"
+	Type        string      `json:"type"`      // ROS type, "sensor_msgs/msg/LaserScan"
+	TypeHash    string      `json:"type_hash"` // "RIHS01_<hex>" or empty
+	Key         string      `json:"key"`       // Zenoh key expression
 	Criticality Criticality `json:"criticality"`
 }
 

@@ -26,7 +26,7 @@ func TestSupervisorTransitions(t *testing.T) {
 		{between, bridge.Degraded}, // resets the calm count
 		{calm, bridge.Degraded},
 		{calm, bridge.Degraded},
-		{calm, bridge.Normal}, // 3 calm readings in a row
+		{calm, bridge.Normal},                                   // 3 calm readings in a row
 		{bridge.Health{Lag: 2 * time.Second}, bridge.Emergency}, // straight to EMERGENCY
 		{bridge.Health{QueueOccupancy: 0.8}, bridge.Emergency},  // degraded-level reading: stays
 		{calm, bridge.Emergency},
