@@ -119,9 +119,20 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 			if errors.As(err, &ce) {
 				for _, pr := range ce.Problems {
 					if pr.File == "" || pr.Line == 0 {
-						pos := cfg.pos[key]
+						// point at the key that set it: .platform, .board, .env.NAME, else the entry
+						at := key
+						for _, k := range []string{key + "." + pr.Key, key + ".env." + pr.Key} {
+							if _, ok := cfg.pos[k]; ok && pr.Key != "" {
+								at = k
+								break
+							}
+						}
+						pos := cfg.pos[at]
 						pr.File, pr.Line, pr.Col = pos.file, pos.line, pos.col
-						pr.Key = strings.TrimPrefix(key+"."+pr.Key, ".")
+						if at == key {
+							at = strings.TrimSuffix(key+"."+pr.Key, ".")
+						}
+						pr.Key = at
 					}
 					ps = append(ps, pr)
 				}

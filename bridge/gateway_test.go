@@ -460,7 +460,10 @@ devices:
 	_, err := bridge.New(cfg, bridge.Options{Catalog: catalog(t)})
 	require.Error(t, err)
 	require.ErrorIs(t, err, knobs.ErrUnknownPlatform)
-	require.Contains(t, err.Error(), "test.yaml:4:")
+	require.Equal(t, `test.yaml:4:27: devices.list[0].platform: no platform named "nosuchos" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`, err.Error())
+	_, err = bridge.New(testConfig(t, "devices:\n  list:\n    - name: a\n      platform: zephyr\n      env:\n        ZPICO_TX_BATCH: maybe\n"), bridge.Options{Catalog: catalog(t)})
+	require.ErrorIs(t, err, knobs.ErrBadValue)
+	require.Equal(t, `test.yaml:6:25: devices.list[0].env.ZPICO_TX_BATCH: cannot parse "maybe" as a bool (want y/n, 1/0, true/false)`, err.Error())
 	_, err = bridge.New(cfg, bridge.Options{})
 	require.Error(t, err)
 }
