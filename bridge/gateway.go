@@ -71,10 +71,11 @@ type Gateway struct {
 	errors     atomic.Int64 // ingress errors since the last reading
 	started    time.Time
 
-	wg     sync.WaitGroup
-	ctx    context.Context
-	cancel context.CancelFunc
-	closed atomic.Bool
+	wg      sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closed  atomic.Bool
+	runOnce sync.Once
 }
 
 type resolvedProfile struct {
@@ -185,12 +186,21 @@ func (g *Gateway) goOwned(f func()) {
 // at supervisor.evaluation_interval. It returns at once; Close stops
 // everything and waits for every goroutine.
 func (g *Gateway) Run() {
-	g.goOwned(g.housekeeping)
+	g.runOnce.Do(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if !g.closed.Load() {
+			g.goOwned(g.housekeeping)
+		}
+	})
 }
 
 // Close stops every goroutine of the gateway and its devices and waits for them.
 func (g *Gateway) Close() error {
-	if g.closed.Swap(true) {
+	g.mu.Lock()
+	already := g.closed.Swap(true)
+	g.mu.Unlock()
+	if already {
 		return nil
 	}
 	g.cancel()
@@ -335,7 +345,7 @@ func (g *Gateway) HandlePong(key string, payload []byte) error {
 	if d == nil {
 		return fmt.Errorf("bridge: pong from unknown device %q", name)
 	}
-	_, err := d.cls.Pong(payload, g.clock.Now())
+	_, err := d.Classifier().Pong(payload, g.clock.Now())
 	return err
 }
 
@@ -353,9 +363,6 @@ type DeviceIdentity struct {
 // zid, then by name; an unknown device gets devices.default. The caller
 // Detaches it when its session closes.
 func (g *Gateway) Attach(id DeviceIdentity, sink DeviceSink) (*Device, error) {
-	if g.closed.Load() {
-		return nil, errors.New("bridge: gateway closed")
-	}
 	zid := strings.ToLower(id.ZID)
 	if zid != "" {
 		if _, err := hex.DecodeString(zid); err != nil {
@@ -365,11 +372,15 @@ func (g *Gateway) Attach(id DeviceIdentity, sink DeviceSink) (*Device, error) {
 	d := &Device{g: g, zid: zid, sink: sink, signalDone: make(chan struct{})}
 	d.configure(g.match(zid, id.Name), id.Name)
 	g.mu.Lock()
+	if g.closed.Load() { // under mu: no goroutine is added once Close waits
+		g.mu.Unlock()
+		return nil, errors.New("bridge: gateway closed")
+	}
 	ds := append(slices.Clone(*g.devices.Load()), d)
 	g.devices.Store(&ds)
-	g.mu.Unlock()
 	g.goOwned(d.expressLoop)
 	g.goOwned(d.batchLoop)
+	g.mu.Unlock()
 	g.log.Info("device attached", slog.String("device", d.Name()), slog.String("zid", zid))
 	return d, nil
 }
