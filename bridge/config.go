@@ -282,7 +282,14 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 // zenohd's --cfg KEY:VALUE does; the lead's flags (-l, -e, -m, --domain,
 // -n) may use it or set fields directly. Call Validate afterwards.
 func (c *Config) Override(key, yamlValue string) error {
-	return c.override(key, yamlValue)
+	return c.override("", key, yamlValue)
+}
+
+// OverrideFrom is Override with the source of the value (a flag such as
+// "--listen" or "-d"), which then prefixes its problems in Validate:
+// `--domain: dds.domain: must be in 0..232 (got 300)`.
+func (c *Config) OverrideFrom(source, key, yamlValue string) error {
+	return c.override(source, key, yamlValue)
 }
 
 // Validate checks ranges and cross-field rules. Problems name the position

@@ -340,6 +340,7 @@ func (e *egress) offerBatched(s Sample, now time.Time) {
 	e.bat.mu.Unlock()
 	if replaced {
 		e.stats.drop(LaneBatched, DropCongestion, 1)
+		e.log.once(LaneBatched, DropCongestion, "a newer sample of the key replaced a pending one (keep-latest)", slog.String("key", s.Key))
 	}
 }
 

@@ -7,12 +7,12 @@ import (
 	"github.com/picobridge/picobridge/firmware"
 )
 
-// printSink stands for the lead's adapter of a zenohpath face.
-type printSink struct{}
+// nopSink stands for the lead's adapter of a zenohpath face.
+type nopSink struct{}
 
-func (printSink) SendExpress(s bridge.Sample) error          { return nil }
-func (printSink) SendBatch(ss []bridge.Sample) error         { return nil }
-func (printSink) SendProbe(key string, payload []byte) error { return nil }
+func (nopSink) SendExpress(s bridge.Sample) error          { return nil }
+func (nopSink) SendBatch(ss []bridge.Sample) error         { return nil }
+func (nopSink) SendProbe(key string, payload []byte) error { return nil }
 
 // How the router and DDS sides drive the gateway.
 func Example() {
@@ -35,7 +35,7 @@ devices:
 	g.Run() // probes, evaluations, supervisor
 
 	// zenohpath: a zenoh-pico session opened and declared a subscriber
-	d, _ := g.Attach(bridge.DeviceIdentity{ZID: "A1B2"}, printSink{})
+	d, _ := g.Attach(bridge.DeviceIdentity{ZID: "A1B2"}, nopSink{})
 	d.DeclareSubscriber("cmd_vel")
 
 	// ddspath: a topic was discovered, then a sample arrives
