@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/bridge"
@@ -530,4 +531,58 @@ func TestExpressCeilingKeepsLatest(t *testing.T) {
 		require.Equal(t, uint64(n-got), st.Lanes["express"].Dropped["congestion"], "every sample accounted for")
 		require.Zero(t, st.Lanes["express"].Depth)
 	})
+}
+
+// Publishers, attach/detach, announcements, overrides, probes, status and
+// scrapes all at once (run with -race); bounded in count, no timing asserted.
+func TestConcurrentUse(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	g := newGateway(t, testConfig(t, twoDevices+"classifier: {probe_interval: 1ms, evaluation_interval: 2ms}\nsupervisor: {evaluation_interval: 2ms}\n"), reg)
+	g.Run()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	routes := []bridge.Route{route(t, g, "/cmd_vel"), route(t, g, "/scan")}
+	for p := range 4 {
+		wg.Go(func() {
+			r := routes[p%2]
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				g.Publish(r, bridge.Sample{Payload: []byte{byte(i)}})
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range 50 {
+			sink := &fakeSink{}
+			sink.respond = func(key string, ping []byte) {
+				dev, _, _ := bridge.ParseProbeKey(key)
+				pong, _ := bridge.Respond(ping, 0, 0)
+				_ = g.HandlePong(bridge.PongKey(dev), pong)
+			}
+			d, err := g.Attach(bridge.DeviceIdentity{ZID: []string{"a1", "b2", "c3"}[i%3]}, sink)
+			if !assert.NoError(t, err) { // not require: this is not the test's goroutine
+				return
+			}
+			d.DeclareSubscriber("**")
+			d.DeclareSubscriber(bridge.PingKey("lidar"))
+			d.SetOverride([]bridge.ClassOverride{bridge.OverrideAuto, bridge.OverrideNoncritical}[i%2])
+			_ = g.Devicez(bridge.DevicezOptions{Transitions: true})
+			_, err = reg.Gather()
+			assert.NoError(t, err)
+			time.Sleep(time.Millisecond)
+			if i%2 == 0 {
+				d.Detach()
+			}
+		}
+	})
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	require.NoError(t, g.Close())
+	_, err := reg.Gather()
+	require.NoError(t, err)
 }
