@@ -491,7 +491,7 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	d.cls = cls
 	c := cls.Class()
 	d.class.Store(uint32(c))
-	d.eg.setBatchedRate(d.batchedRate(c), now)
+	d.eg.setBatchedRate(d.batchedRate(dc, c), now)
 	d.mu.Unlock()
 	if old != nil {
 		old.discard()
@@ -607,12 +607,20 @@ func (d *Device) egress() *egress {
 	return d.eg
 }
 
-// batchedRate is the token bucket rate for an effective class.
-func (d *Device) batchedRate(c Class) float64 {
-	if c == ClassCritical {
-		return d.g.cfg.Policy.Batched.RateHz
+// batchedRate is the token bucket rate for an effective class: the
+// device's own rate_hz / noncritical_rate_hz when set, else the policy's.
+func (d *Device) batchedRate(conf *DeviceConfig, c Class) float64 {
+	b := d.g.cfg.Policy.Batched
+	if conf != nil && conf.RateHz > 0 {
+		b.RateHz = conf.RateHz
 	}
-	return d.g.cfg.Policy.Batched.NoncriticalRateHz
+	if conf != nil && conf.NoncriticalRateHz > 0 {
+		b.NoncriticalRateHz = conf.NoncriticalRateHz
+	}
+	if c == ClassCritical {
+		return b.RateHz
+	}
+	return b.NoncriticalRateHz
 }
 
 // Lane is the lane a route of this criticality takes to the device now:
@@ -659,10 +667,10 @@ func (d *Device) refreshClass(now time.Time) {
 	c := d.Classifier().Class()
 	d.mu.Lock()
 	changed := Class(d.class.Swap(uint32(c))) != c
-	eg := d.eg
+	eg, conf := d.eg, d.conf
 	d.mu.Unlock()
 	if changed {
-		eg.setBatchedRate(d.batchedRate(c), now)
+		eg.setBatchedRate(d.batchedRate(conf, c), now)
 	}
 }
 

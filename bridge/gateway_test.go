@@ -217,6 +217,9 @@ func TestNoncriticalDeviceRates(t *testing.T) {
 		require.InDelta(t, 2*30, b, 3, "both routes at 3 Hz")
 		st := g.Devicez(bridge.DevicezOptions{Transitions: true}).Devices[0]
 		require.Equal(t, 3.0, st.BatchedRateHz)
+		d.SetOverride(bridge.OverrideAuto)
+		require.Equal(t, 10.0, g.Devicez(bridge.DevicezOptions{}).Devices[0].BatchedRateHz)
+		d.SetOverride(bridge.OverrideNoncritical)
 		require.Equal(t, bridge.ClassNoncritical, st.Classifier.Class)
 		require.Len(t, st.Classifier.History, 1)
 	})
@@ -585,4 +588,18 @@ func TestConcurrentUse(t *testing.T) {
 	require.NoError(t, g.Close())
 	_, err := reg.Gather()
 	require.NoError(t, err)
+}
+
+func TestPerDeviceRates(t *testing.T) {
+	g := newGateway(t, testConfig(t, `
+devices:
+  list:
+    - {name: fast, zid: "01", platform: posix, rate_hz: 30, noncritical_rate_hz: 5}
+`), nil)
+	d, _ := g.Attach(bridge.DeviceIdentity{ZID: "01"}, &fakeSink{})
+	require.Equal(t, 30.0, g.Devicez(bridge.DevicezOptions{}).Devices[0].BatchedRateHz)
+	d.SetOverride(bridge.OverrideNoncritical)
+	require.Equal(t, 5.0, g.Devicez(bridge.DevicezOptions{}).Devices[0].BatchedRateHz)
+	_, err := bridge.ParseConfig("x.yaml", []byte("devices:\n  list:\n    - {name: a, rate_hz: -1}\n"))
+	require.EqualError(t, err, "x.yaml:3:26: devices.list[0].rate_hz: must be ≥ 0 (got -1)")
 }
