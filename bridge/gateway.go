@@ -341,7 +341,13 @@ func (g *Gateway) HandlePong(key string, payload []byte) error {
 	if !ok || kind != ProbePong {
 		return fmt.Errorf("bridge: %q is not a pong key", key)
 	}
-	d := g.Device(name)
+	var d *Device
+	for _, x := range *g.devices.Load() {
+		if p := x.probeName.Load(); p != nil && *p == name {
+			d = x
+			break
+		}
+	}
 	if d == nil {
 		return fmt.Errorf("bridge: pong from unknown device %q", name)
 	}
@@ -454,7 +460,8 @@ type Device struct {
 	cls      *Classifier
 	class    atomic.Uint32 // effective Class the lanes were last set for (read by Lane without a lock)
 
-	errSeen    atomic.Uint64 // sink errors already reported to the supervisor
+	errSeen    atomic.Uint64          // sink errors already reported to the supervisor
+	probeName  atomic.Pointer[string] // the name the responder subscribed with; nil: no responder
 	detached   atomic.Bool
 	signalDone chan struct{}
 }
@@ -557,6 +564,7 @@ func (d *Device) SetOverride(o ClassOverride) {
 func (d *Device) DeclareSubscriber(keyexpr string) {
 	if name, kind, ok := ParseProbeKey(keyexpr); ok && kind == ProbePing {
 		d.Announce(name)
+		d.probeName.Store(&name) // a responder is there: probe it from now on
 		return
 	}
 	d.mu.Lock()
@@ -568,6 +576,12 @@ func (d *Device) DeclareSubscriber(keyexpr string) {
 
 // UndeclareSubscriber removes a subscription.
 func (d *Device) UndeclareSubscriber(keyexpr string) {
+	if name, kind, ok := ParseProbeKey(keyexpr); ok && kind == ProbePing {
+		if p := d.probeName.Load(); p != nil && *p == name {
+			d.probeName.Store(nil)
+		}
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if i := slices.Index(d.subs, keyexpr); i >= 0 {
@@ -674,17 +688,26 @@ func (d *Device) refreshClass(now time.Time) {
 	}
 }
 
+// probe sends one ping to a device whose responder subscribed to its ping
+// key; a device without a responder is not probed and stays UNKNOWN.
 func (d *Device) probe(now time.Time) {
+	name := d.probeName.Load()
+	if name == nil {
+		return
+	}
 	cls := d.Classifier()
 	ping := cls.Ping(now)
 	eg := d.egress()
 	eg.stats.probes.Add(1)
-	if err := d.sink.SendProbe(PingKey(d.Name()), ping); err != nil && !errors.Is(err, ErrCongested) {
+	if err := d.sink.SendProbe(PingKey(*name), ping); err != nil && !errors.Is(err, ErrCongested) {
 		eg.log.once(LaneExpress, DropCongestion, "probe not sent", slog.Any("err", err))
 	}
 }
 
 func (d *Device) evaluate(now time.Time) {
+	if d.probeName.Load() == nil {
+		return // no responder: no readings, the class stays UNKNOWN (or the override)
+	}
 	cls := d.Classifier()
 	if d.g.cfg.Classifier.TCPInfo {
 		if ti, ok := d.sink.(interface{ TCPInfo() (TCPInfo, error) }); ok {

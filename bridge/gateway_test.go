@@ -301,6 +301,11 @@ func TestProbeLoopClassifiesDevice(t *testing.T) {
 		}
 		d, _ := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
 		g.Run()
+		time.Sleep(2 * time.Second)
+		sink.mu.Lock()
+		require.Zero(t, sink.probes, "no responder, no probes")
+		sink.mu.Unlock()
+		d.DeclareSubscriber(bridge.PingKey("arm")) // the responder comes up
 		time.Sleep(14 * time.Second)
 		st := d.Classifier().Status()
 		require.Equal(t, bridge.ClassCritical, st.State)
@@ -572,6 +577,9 @@ func TestConcurrentUse(t *testing.T) {
 			}
 			d.DeclareSubscriber("**")
 			d.DeclareSubscriber(bridge.PingKey("lidar"))
+			if i%5 == 0 {
+				d.UndeclareSubscriber(bridge.PingKey("lidar"))
+			}
 			d.SetOverride([]bridge.ClassOverride{bridge.OverrideAuto, bridge.OverrideNoncritical}[i%2])
 			_ = g.Devicez(bridge.DevicezOptions{Transitions: true})
 			_, err = reg.Gather()
