@@ -27,7 +27,7 @@
 //   - tcpinfo*.go: the passive TCP_INFO signal on Linux.
 //
 // What the lead implements: DeviceSink per zenoh-pico session (SendExpress,
-// SendBatch, SendProbe; optionally TCPInfo() (TCPInfo, error)), and the
+// SendBatch, SendProbe; optionally TCPInfoSource), and the
 // calls Gateway.Attach / Device.Detach on session open/close,
 // Device.DeclareSubscriber / UndeclareSubscriber on declarations (a
 // subscription to PingKey(name) announces the device's name),

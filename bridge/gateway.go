@@ -710,7 +710,7 @@ func (d *Device) evaluate(now time.Time) {
 	}
 	cls := d.Classifier()
 	if d.g.cfg.Classifier.TCPInfo {
-		if ti, ok := d.sink.(interface{ TCPInfo() (TCPInfo, error) }); ok {
+		if ti, ok := d.sink.(TCPInfoSource); ok {
 			if info, err := ti.TCPInfo(); err == nil {
 				cls.ObserveTCP(info)
 			}
