@@ -43,6 +43,17 @@ func (c Class) Label() string {
 // MarshalText writes String.
 func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
+// UnmarshalText reads String's forms (and Label's).
+func (c *Class) UnmarshalText(b []byte) error {
+	for _, x := range []Class{ClassUnknown, ClassCritical, ClassNoncritical} {
+		if string(b) == x.String() || string(b) == x.Label() {
+			*c = x
+			return nil
+		}
+	}
+	return fmt.Errorf("bridge: unknown class %q", b)
+}
+
 // Reading is one evaluation's input: the window's mean RTT and loss.
 type Reading struct {
 	RTT     time.Duration `json:"rtt_ns"` // mean over answered probes; 0 when none answered

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"net"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -232,4 +233,38 @@ func TestReadTCPInfo(t *testing.T) {
 	}
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, info.RTT, time.Duration(0))
+}
+
+type tcpSink struct {
+	fakeSink
+	info bridge.TCPInfo
+}
+
+func (s *tcpSink) TCPInfo() (bridge.TCPInfo, error) { return s.info, nil }
+
+// A sink that offers TCP_INFO feeds the classifier when classifier.tcp_info is
+// on: the probes say 5 ms, the kernel says 90 ms, the larger wins.
+func TestGatewayUsesTCPInfo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGateway(t, testConfig(t, twoDevices+"classifier: {tcp_info: true, min_samples: 5}\n"), nil)
+		sink := &tcpSink{info: bridge.TCPInfo{RTT: 90 * ms}}
+		var _ bridge.TCPInfoSource = sink
+		sink.respond = func(key string, ping []byte) {
+			time.AfterFunc(5*ms, func() {
+				pong, _ := bridge.Respond(ping, 0, 0)
+				_ = g.HandlePong(bridge.PongKey("arm"), pong)
+			})
+		}
+		d, _ := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
+		d.DeclareSubscriber(bridge.PingKey("arm"))
+		g.Run()
+		time.Sleep(5 * time.Second)
+		st := d.Classifier().Status()
+		require.Equal(t, 90*ms, st.Reading.RTT)
+		require.Equal(t, bridge.ClassNoncritical, st.Class)
+		pong, _ := bridge.Respond(bridge.Probe{Kind: bridge.ProbePing}.Append(nil), 0, 0)
+		require.Error(t, g.HandlePong(bridge.PongKey("nobody"), pong))
+		require.Error(t, g.HandlePong("scan", pong))
+		require.NoError(t, g.Close())
+	})
 }

@@ -92,6 +92,10 @@ type DeviceConfig struct {
 	DeviceProfile `yaml:",inline"`
 	// Class overrides the classifier: auto (default), critical or noncritical.
 	Class ClassOverride `yaml:"class"`
+	// RateHz and NoncriticalRateHz replace policy.batched.rate_hz and
+	// noncritical_rate_hz for this device (samples/s per key); 0: the policy's.
+	RateHz            float64 `yaml:"rate_hz"`
+	NoncriticalRateHz float64 `yaml:"noncritical_rate_hz"`
 }
 
 // ClassifierConfig holds the probe classifier's parameters (Adaptive Bridge
@@ -282,7 +286,14 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 // zenohd's --cfg KEY:VALUE does; the lead's flags (-l, -e, -m, --domain,
 // -n) may use it or set fields directly. Call Validate afterwards.
 func (c *Config) Override(key, yamlValue string) error {
-	return c.override(key, yamlValue)
+	return c.override("", key, yamlValue)
+}
+
+// OverrideFrom is Override with the source of the value (a flag such as
+// "--listen" or "-d"), which then prefixes its problems in Validate:
+// `--domain: dds.domain: must be in 0..232 (got 300)`.
+func (c *Config) OverrideFrom(source, key, yamlValue string) error {
+	return c.override(source, key, yamlValue)
 }
 
 // Validate checks ranges and cross-field rules. Problems name the position
@@ -330,6 +341,12 @@ func (c *Config) Validate() error {
 			at(k+".name", "%q already names %s", d.Name, prev)
 		} else {
 			names[d.Name] = k
+		}
+		if d.RateHz < 0 {
+			at(k+".rate_hz", "must be ≥ 0 (got %v)", d.RateHz)
+		}
+		if d.NoncriticalRateHz < 0 {
+			at(k+".noncritical_rate_hz", "must be ≥ 0 (got %v)", d.NoncriticalRateHz)
 		}
 		if d.ZID != "" {
 			z := strings.ToLower(d.ZID)

@@ -189,6 +189,12 @@ func TestConfigOverride(t *testing.T) {
 	require.NoError(t, c.Override("dds.domain", "300"))
 	require.EqualError(t, c.Validate(), "dds.domain: must be in 0..232 (got 300)")
 
+	require.NoError(t, c.OverrideFrom("--domain", "dds.domain", "301"))
+	require.NoError(t, c.OverrideFrom("-l", "zenoh.listen", "[tcp/0.0.0.0, udp/0.0.0.0:7447]"))
+	require.EqualError(t, c.Validate(), `-l: zenoh.listen[0]: want <host>:<port> after tcp/ (got "0.0.0.0") (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>, quic/<host>:<port>)
+--domain: dds.domain: must be in 0..232 (got 301)`)
+	require.EqualError(t, c.OverrideFrom("-m", "zenoh.mode", "bridge"), `-m: zenoh.mode: unknown value "bridge" (allowed: router, peer, client)`)
+
 	// the default itself is not modified by overrides of a copy
 	require.Equal(t, 0, bridge.DefaultConfig().DDS.Domain)
 }

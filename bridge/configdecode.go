@@ -35,14 +35,15 @@ func (ps problemList) err() error {
 // unknown keys, duplicate keys, wrong kinds and values outside an enum are
 // problems, and all problems are collected.
 type decoder struct {
-	file string
-	ps   problemList
-	pos  map[string]position
+	file    string
+	noLines bool // an override: positions in the value text mean nothing
+	ps      problemList
+	pos     map[string]position
 }
 
 func (d *decoder) problem(n *yaml.Node, key string, sentinel error, format string, args ...any) {
 	p := &knobs.Problem{File: d.file, Key: key, Msg: fmt.Sprintf(format, args...), Err: sentinel}
-	if n != nil {
+	if n != nil && !d.noLines {
 		p.Line, p.Col = n.Line, n.Column
 	}
 	d.ps = append(d.ps, p)
@@ -116,21 +117,21 @@ func (p DeviceProfile) clone() DeviceProfile {
 	return q
 }
 
-func (c *Config) override(key, yamlValue string) error {
+func (c *Config) override(source, key, yamlValue string) error {
 	var root yaml.Node
 	if err := yaml.Unmarshal([]byte(yamlValue), &root); err != nil || len(root.Content) == 0 {
 		msg := "empty value"
 		if err != nil {
 			msg = err.Error()
 		}
-		return &knobs.ConfigError{Problems: []*knobs.Problem{{Key: key, Msg: msg, Err: knobs.ErrSyntax}}}
+		return &knobs.ConfigError{Problems: []*knobs.Problem{{File: source, Key: key, Msg: msg, Err: knobs.ErrSyntax}}}
 	}
 	v := reflect.ValueOf(c).Elem()
 	for i, part := range strings.Split(key, ".") {
 		f, ok := fieldByName(v, part)
 		if !ok {
 			prefix := strings.Join(strings.Split(key, ".")[:i], ".")
-			return &knobs.ConfigError{Problems: []*knobs.Problem{{Key: key, Err: knobs.ErrUnknownKey,
+			return &knobs.ConfigError{Problems: []*knobs.Problem{{File: source, Key: key, Err: knobs.ErrUnknownKey,
 				Msg: fmt.Sprintf("unknown key %q%s (allowed: %s)", part, inWhat(prefix), strings.Join(fieldNames(v.Type()), ", "))}}}
 		}
 		v = f
@@ -143,7 +144,7 @@ func (c *Config) override(key, yamlValue string) error {
 			delete(c.pos, k)
 		}
 	}
-	d := &decoder{file: "", pos: map[string]position{}}
+	d := &decoder{file: source, pos: c.pos, noLines: true}
 	d.value(root.Content[0], v, key)
 	return d.ps.err()
 }
@@ -164,6 +165,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	}
 	if d.pos != nil && path != "" && d.file != "" {
 		d.pos[path] = position{file: d.file, line: n.Line, col: n.Column}
+		if d.noLines {
+			d.pos[path] = position{file: d.file}
+		}
 	}
 	isNull := n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 	t := v.Type()

@@ -17,5 +17,12 @@ type TCPInfo struct {
 	retransRatio float64 // since the previous observation, set by ObserveTCP
 }
 
+// TCPInfoSource is what a DeviceSink may also implement to feed the passive
+// signal (classifier.tcp_info): the lead's TCP link calls ReadTCPInfo on its
+// *net.TCPConn. It is read once per classifier evaluation.
+type TCPInfoSource interface {
+	TCPInfo() (TCPInfo, error)
+}
+
 // ErrTCPInfoUnsupported is returned by ReadTCPInfo where TCP_INFO is not available.
 var ErrTCPInfoUnsupported = errors.New("tcp_info: not supported on this platform")
