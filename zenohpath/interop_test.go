@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,11 +22,32 @@ import (
 // `picobridge router -l tcp/127.0.0.1:0` runs it; stopped in t.Cleanup.
 func startGoRouter(t *testing.T) string {
 	t.Helper()
-	r := zenohpath.NewRouter(zenohpath.RouterConfig{})
+	r := zenohpath.NewRouter(zenohpath.RouterConfig{Logger: testLogger(t)})
 	ln, err := r.Listen(context.Background(), "tcp/127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
 	return ln.Endpoint()
+}
+
+// RouterLogEnv names the environment variable that turns on the Go router's
+// logs in the interop tests (a slog level: debug, info...), written to the test log.
+const RouterLogEnv = "PICOBRIDGE_ROUTER_LOG"
+
+func testLogger(t *testing.T) *slog.Logger {
+	lvl := os.Getenv(RouterLogEnv)
+	if lvl == "" {
+		return nil
+	}
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(lvl))
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: l}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }
 
 func skipShort(t *testing.T) {
@@ -235,7 +258,7 @@ func goClientScenarios(t *testing.T, ep string) {
 	t.Run("liveliness", func(t *testing.T) {
 		s := openClient(t, ep)
 		// Go token → Python liveliness subscriber and get.
-		lsub := interop.StartReady(t, "liveliness-sub", "interop/lv/**", "--connect", ep)
+		lsub := interop.StartReady(t, "liveliness-sub", "interop/lv/**", "--connect", ep, "--history") // history: its interest may reach the router after the token
 		tok, err := s.Liveliness().DeclareToken("interop/lv/go")
 		require.NoError(t, err)
 		ev := lsub.WaitEvent("liveliness", 10*time.Second)

@@ -267,9 +267,15 @@ func picoPut(t *testing.T, dir, ep string) {
 func picoGet(t *testing.T, dir, ep string) {
 	s := openClient(t, ep)
 	_, err := s.DeclareQueryable("demo/example/go-q", func(q *zenohpath.Query) {
+		// The z_get example signals its condition variable from the reply
+		// dropper without taking the mutex: when the final arrives before the
+		// main thread waits (a reply within ~1 ms), the wakeup is lost and it
+		// hangs. Answer a little later, as a remote queryable would.
+		time.Sleep(50 * time.Millisecond)
 		_ = q.Reply("demo/example/go-q", []byte("go reply"), nil)
 	}, nil)
 	require.NoError(t, err)
+	routerKnows(t, ep, func(obs *zenohpath.Session) bool { return obs.HasMatchingQueryables("demo/example/go-q") })
 	get := startPico(t, dir, "z_get", ep, "-k", "demo/example/**")
 	get.waitLine("('demo/example/go-q': 'go reply')", 10*time.Second)
 	get.waitLine("query final notification", 10*time.Second)
@@ -312,7 +318,8 @@ func picoQuerier(t *testing.T, dir, ep string) {
 func picoLiveliness(t *testing.T, dir, ep string) {
 	s := openClient(t, ep)
 	got := make(chan zenohpath.Sample, 8)
-	_, err := s.Liveliness().DeclareSubscriber("group1/**", func(smp zenohpath.Sample) { got <- smp }, nil)
+	// History: pico's token may reach the router before this interest does.
+	_, err := s.Liveliness().DeclareSubscriber("group1/**", func(smp zenohpath.Sample) { got <- smp }, &zenohpath.LivelinessSubscriberOptions{History: true})
 	require.NoError(t, err)
 	lv := startPico(t, dir, "z_liveliness", ep, "-k", "group1/pico")
 	smp := recvSample(t, got)
@@ -352,6 +359,15 @@ func picoGetLiveliness(t *testing.T, dir, ep string) {
 	s := openClient(t, ep)
 	_, err := s.Liveliness().DeclareToken("group1/go")
 	require.NoError(t, err)
+	routerKnows(t, ep, func(obs *zenohpath.Session) bool {
+		alive, err := obs.Liveliness().Get("group1/go", nil)
+		require.NoError(t, err)
+		n := 0
+		for range alive {
+			n++
+		}
+		return n == 1
+	})
 	get := startPico(t, dir, "z_get_liveliness", ep, "-k", "group1/**")
 	get.waitLine("Alive token ('group1/go')", 10*time.Second)
 	start := time.Now()
@@ -409,4 +425,13 @@ func picoUDP(t *testing.T, dir, _ string) {
 	sub.waitLine("('demo/example/pico-tcp'", 10*time.Second)
 	require.Zero(t, sub.wait(10*time.Second))
 	require.Zero(t, pub.wait(10*time.Second))
+}
+
+// routerKnows waits until the router at ep has what cond checks, seen from a
+// separate observer session (a session does not see its own declarations
+// come back from the router).
+func routerKnows(t *testing.T, ep string, cond func(obs *zenohpath.Session) bool) {
+	t.Helper()
+	obs := openClient(t, ep)
+	eventually(t, "the router to know the declaration", 10*time.Second, func() bool { return cond(obs) })
 }
