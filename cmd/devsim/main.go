@@ -129,7 +129,7 @@ func print(w io.Writer, st devsim.FleetStats, asJSON, final bool) {
 		fmt.Fprintln(w, "== summary")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE\tCONN\tKEY\tDIR\tRECV\tDELIV\tRING_FULL\tOVERSIZE\tSLOT\tOOO\tGAPS\tP50_MS\tP95_MS\tP99_MS\tSENT\tFILTERED\tTX_DROP\tPONGS")
+	fmt.Fprintln(tw, "DEVICE\tCONN\tKEY\tDIR\tRECV\tDELIV\tRING_FULL\tOVERSIZE\tSLOT\tOOO\tGAPS\tP50_MS\tP95_MS\tP99_MS\tATTEMPTS\tSENT\tFILTERED\tTX_DROP\tPONGS")
 	for _, d := range st.Devices {
 		conn := "down"
 		if d.Connected {
@@ -141,22 +141,22 @@ func print(w io.Writer, st devsim.FleetStats, asJSON, final bool) {
 		rows := 0
 		for _, k := range sortedKeys(d.Subscriptions) {
 			s := d.Subscriptions[k]
-			fmt.Fprintf(tw, "%s\t%s\t%s\tsub\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t\t\t\t%d\n", d.Name, conn, k,
+			fmt.Fprintf(tw, "%s\t%s\t%s\tsub\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t\t\t\t\t%d\n", d.Name, conn, k,
 				s.Received, s.Delivered, s.RingFullDrops, s.OversizeDrops, s.SlotDrops, s.OutOfOrder, s.Gaps,
 				s.Latency.P50, s.Latency.P95, s.Latency.P99, d.ProbeResponses)
 			rows++
 		}
 		for _, k := range sortedKeys(d.Publications) {
 			p := d.Publications[k]
-			fmt.Fprintf(tw, "%s\t%s\t%s\tpub\t\t\t\t\t\t\t\t\t\t\t%d\t%d\t%d\t%d\n", d.Name, conn, k, p.Sent, p.Filtered, p.TxDrops, d.ProbeResponses)
+			fmt.Fprintf(tw, "%s\t%s\t%s\tpub\t\t\t\t\t\t\t\t\t\t\t%d\t%d\t%d\t%d\t%d\n", d.Name, conn, k, p.Attempts, p.Sent, p.Filtered, p.TxDrops, d.ProbeResponses)
 			rows++
 		}
 		if rows == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t%d\n", d.Name, conn, d.ProbeResponses)
+			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t%d\n", d.Name, conn, d.ProbeResponses)
 		}
 	}
 	t := st.Totals
-	fmt.Fprintf(tw, "TOTAL\t%d/%d\t\t\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\t\t\t%d\t%d\t%d\t%d\n", t.Connected, t.Devices,
+	fmt.Fprintf(tw, "TOTAL\t%d/%d\t\t\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\t\t\t\t%d\t%d\t%d\t%d\n", t.Connected, t.Devices,
 		t.Received, t.Delivered, t.RingFullDrops, t.OversizeDrops, t.SlotDrops, t.OutOfOrder, t.Gaps, t.Sent, t.Filtered, t.TxDrops, t.ProbeResponses)
 	_ = tw.Flush()
 }

@@ -188,3 +188,15 @@ func TestStatsJSON(t *testing.T) {
 		require.True(t, strings.Contains(string(b), f), f)
 	}
 }
+
+func TestDemoFleetFile(t *testing.T) {
+	fc, err := LoadFleetConfig("testdata/demo-fleet.yaml")
+	require.NoError(t, err)
+	require.Len(t, fc.Devices, 6)
+	f, err := NewFleet(fc, Options{})
+	require.NoError(t, err)
+	require.Equal(t, "tele/zephyr-1/imu", f.Device("zephyr-1").cfg.Publications[0].Key)
+	require.True(t, f.Device("zephyr-0").Model().PerFdLock)
+	require.Equal(t, 200*time.Millisecond, f.Device("esp-1").Model().DrainInterval)
+	require.Equal(t, 64, f.Device("host").Model().RingDepth)
+}

@@ -108,9 +108,6 @@ func (r *relay) accept(ctx context.Context) {
 				if _, err := io.ReadFull(router, buf[2:2+n]); err != nil {
 					return
 				}
-				r.mu.Lock()
-				r.batches++
-				r.mu.Unlock()
 				if _, err := dev.Write(buf[:2+n]); err != nil {
 					return
 				}
