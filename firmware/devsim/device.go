@@ -26,6 +26,43 @@ type Options struct {
 	Responder Responder
 	// Logger receives the device's logs; nil = discard.
 	Logger *slog.Logger
+	// OnSample, when set, is called once for every sample that reached a
+	// subscriber's checks, with its outcome: at delivery to the
+	// application, or at the drop (the raw samples of an evaluation run).
+	// It is called without the device's locks held, from the device's
+	// goroutines (several at once across devices): it must be safe for
+	// concurrent use and quick.
+	OnSample func(SampleEvent)
+}
+
+// Sample outcomes (SampleEvent.Outcome).
+const (
+	OutcomeDelivered = "delivered"
+	OutcomeRingFull  = "ring_full"
+	OutcomeOversize  = "oversize"
+	OutcomeSlot      = "slot"
+)
+
+// SampleEvent is one sample at one subscriber (Options.OnSample).
+type SampleEvent struct {
+	Device    string    `json:"device"`
+	Key       string    `json:"key"`        // the subscription
+	SampleKey string    `json:"sample_key"` // the sample's own key
+	Seq       uint64    `json:"seq"`        // valid when HasSeq
+	HasSeq    bool      `json:"has_seq"`
+	Size      int       `json:"size"`      // payload bytes
+	Stamp     time.Time `json:"stamp"`     // ROS header stamp; zero when none
+	Received  time.Time `json:"received"`  // when the read task handed it to the subscriber
+	Delivered time.Time `json:"delivered"` // when the application took it; zero unless delivered
+	Outcome   string    `json:"outcome"`   // OutcomeDelivered, OutcomeRingFull, OutcomeOversize, OutcomeSlot
+}
+
+// Latency is Delivered − Stamp, or 0 when either is missing.
+func (e SampleEvent) Latency() time.Duration {
+	if e.Stamp.IsZero() || e.Delivered.IsZero() {
+		return 0
+	}
+	return e.Delivered.Sub(e.Stamp)
 }
 
 // Device is one simulated zenoh-pico client (docs/devsim.md). Create it
@@ -38,6 +75,7 @@ type Device struct {
 	endpoint string
 	log      *slog.Logger
 	resp     Responder
+	onSample func(SampleEvent)
 	zid      wire.ZID
 	win      *window
 	pingKey  string
@@ -71,7 +109,7 @@ type Device struct {
 type subscriber struct {
 	cfg     Subscription
 	slot    int
-	ring    []time.Time // stamps of the samples waiting in the ring
+	ring    []SampleEvent // the samples waiting in the ring
 	st      SubStats
 	hist    histogram
 	lastSeq map[string]uint64
@@ -135,6 +173,7 @@ func NewDevice(cfg DeviceConfig, opts Options) (*Device, error) {
 		endpoint: cfg.Endpoint,
 		log:      opts.Logger,
 		resp:     opts.Responder,
+		onSample: opts.OnSample,
 		pingKey:  PingKey(cfg.Name),
 		pongKey:  PongKey(cfg.Name),
 		pongQ:    make(chan pongJob, 16),
@@ -446,8 +485,14 @@ func (d *Device) handle(ctx context.Context, c *conn, s *transport.Session, m wi
 func (d *Device) handlePush(c *conn, m *wire.Push) {
 	now := time.Now()
 	put, ok := m.Body.(*wire.Put)
+	var events []SampleEvent
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	defer func() {
+		d.mu.Unlock()
+		for _, e := range events {
+			d.onSample(e)
+		}
+	}()
 	key, known := c.resolve(m.WireExpr)
 	if !ok || !known {
 		return
@@ -471,8 +516,19 @@ func (d *Device) handlePush(c *conn, m *wire.Push) {
 		}
 		return
 	}
-	var stamp time.Time
-	stamped := false
+	var ev SampleEvent
+	evReady := false
+	event := func(sub *subscriber, outcome string) SampleEvent {
+		if !evReady {
+			ev = SampleEvent{Device: d.cfg.Name, SampleKey: key, Size: len(put.Payload), Received: now}
+			ev.Stamp = sampleStamp(put.Payload)
+			_, ev.Seq, ev.HasSeq = sampleSeq(put.Payload, put.Attachment)
+			evReady = true
+		}
+		e := ev
+		e.Key, e.Outcome = sub.cfg.Key, outcome
+		return e
+	}
 	for _, sub := range d.subs {
 		if !keyexpr.Intersects(sub.cfg.Key, key) {
 			continue
@@ -480,9 +536,15 @@ func (d *Device) handlePush(c *conn, m *wire.Push) {
 		switch {
 		case oversize:
 			sub.st.OversizeDrops++
+			if d.onSample != nil {
+				events = append(events, event(sub, OutcomeOversize))
+			}
 			continue
 		case len(put.Payload) > sub.slot:
 			sub.st.SlotDrops++
+			if d.onSample != nil {
+				events = append(events, event(sub, OutcomeSlot))
+			}
 			continue
 		}
 		sub.st.Received++
@@ -501,12 +563,12 @@ func (d *Device) handlePush(c *conn, m *wire.Push) {
 		}
 		if len(sub.ring) >= d.model.RingDepth {
 			sub.st.RingFullDrops++ // drop-newest, as zpico's SPSC ring
+			if d.onSample != nil {
+				events = append(events, event(sub, OutcomeRingFull))
+			}
 			continue
 		}
-		if !stamped {
-			stamp, stamped = sampleStamp(put.Payload), true
-		}
-		sub.ring = append(sub.ring, stamp)
+		sub.ring = append(sub.ring, event(sub, OutcomeDelivered))
 	}
 }
 
@@ -688,17 +750,25 @@ func (d *Device) drainLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		now := time.Now()
+		var events []SampleEvent
 		d.mu.Lock()
 		for _, s := range d.subs {
-			for _, st := range s.ring {
+			for _, e := range s.ring {
 				s.st.Delivered++
-				if !st.IsZero() {
-					s.hist.add(now.Sub(st))
+				e.Delivered = now
+				if !e.Stamp.IsZero() {
+					s.hist.add(now.Sub(e.Stamp))
+				}
+				if d.onSample != nil {
+					events = append(events, e)
 				}
 			}
 			s.ring = s.ring[:0]
 		}
 		d.mu.Unlock()
+		for _, e := range events {
+			d.onSample(e)
+		}
 		if spinFlush {
 			d.flush(ctx)
 		}

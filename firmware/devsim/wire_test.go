@@ -108,7 +108,12 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func startDevice(t *testing.T, cfg DeviceConfig, ep string) *Device {
 	t.Helper()
-	d, err := NewDevice(cfg, Options{Endpoint: ep})
+	return startDeviceOpts(t, cfg, Options{Endpoint: ep})
+}
+
+func startDeviceOpts(t *testing.T, cfg DeviceConfig, opts Options) *Device {
+	t.Helper()
+	d, err := NewDevice(cfg, opts)
 	require.NoError(t, err)
 	require.NoError(t, d.Start(context.Background()))
 	t.Cleanup(d.Stop)
@@ -191,12 +196,23 @@ func anyMsg(wire.NetworkMessage) bool { return true }
 // carry latency and sequence accounting.
 func TestRingFrameAndSlotLimits(t *testing.T) {
 	r := startFakeRouter(t, "tcp/127.0.0.1:0")
-	d := startDevice(t, DeviceConfig{
+	var evMu sync.Mutex
+	outcomes := map[string]map[string]int{}
+	var maxLatency time.Duration
+	d := startDeviceOpts(t, DeviceConfig{
 		Name: "d2", Board: "linux-host",
 		Env:           map[string]string{"NROS_ZENOH_BATCH_UNICAST_SIZE": "1024", "NROS_ZENOH_FRAG_MAX_SIZE": "2048"},
 		Drain:         300 * time.Millisecond,
 		Subscriptions: []Subscription{{Key: "scan"}, {Key: "big", Large: true}},
-	}, r.ln.Endpoint())
+	}, Options{Endpoint: r.ln.Endpoint(), OnSample: func(e SampleEvent) {
+		evMu.Lock()
+		defer evMu.Unlock()
+		if outcomes[e.Key] == nil {
+			outcomes[e.Key] = map[string]int{}
+		}
+		outcomes[e.Key][e.Outcome]++
+		maxLatency = max(maxLatency, e.Latency())
+	}})
 	s := r.session()
 	require.Equal(t, 1024, s.BatchSize())
 	r.next("big subscriber", func(m wire.NetworkMessage) bool {
@@ -241,6 +257,12 @@ func TestRingFrameAndSlotLimits(t *testing.T) {
 	require.Greater(t, sc.Latency.P50, 0.0)
 	require.EqualValues(t, 16384, bg.RingSlot)
 	require.EqualValues(t, 1, bg.Received)
+
+	evMu.Lock()
+	defer evMu.Unlock()
+	require.Equal(t, map[string]int{OutcomeDelivered: int(sc.Delivered), OutcomeRingFull: int(sc.RingFullDrops), OutcomeSlot: 1}, outcomes["scan"])
+	require.Equal(t, map[string]int{OutcomeDelivered: 1, OutcomeOversize: 1}, outcomes["big"])
+	require.InDelta(t, sc.Latency.Max, float64(maxLatency.Microseconds())/1000, 1)
 }
 
 // TestProbeResponder: a ping on the device's ping key is answered on its
