@@ -11,7 +11,9 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,7 +21,9 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -48,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	asJSON := fs.Bool("json", false, "print stats as JSON lines")
 	verbose := fs.Bool("v", false, "log sessions to stderr")
+	samples := fs.String("samples", "", "write every sample (device, key, seq, stamp, receive and delivery time, latency, outcome) to this CSV file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -78,6 +83,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts := devsim.Options{}
 	if *verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	if *samples != "" {
+		f, err := os.Create(*samples)
+		if err != nil {
+			fmt.Fprintln(stderr, "devsim:", err)
+			return 2
+		}
+		sw := newSampleWriter(f)
+		defer func() {
+			if err := sw.close(); err != nil {
+				fmt.Fprintln(stderr, "devsim: samples:", err)
+			}
+		}()
+		opts.OnSample = sw.write
 	}
 	fleet, err := devsim.NewFleet(cfg, opts)
 	if err != nil {
@@ -113,6 +132,45 @@ loop:
 	fleet.Stop()
 	print(stdout, fleet.Stats(), *asJSON, true)
 	return 0
+}
+
+// sampleWriter writes SampleEvents as CSV lines; safe for concurrent use.
+type sampleWriter struct {
+	mu sync.Mutex
+	f  *os.File
+	w  *csv.Writer
+}
+
+func newSampleWriter(f *os.File) *sampleWriter {
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"device", "key", "sample_key", "seq", "size", "stamp_ns", "received_ns", "delivered_ns", "latency_ms", "outcome"})
+	return &sampleWriter{f: f, w: w}
+}
+
+func (s *sampleWriter) write(e devsim.SampleEvent) {
+	ns := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return strconv.FormatInt(t.UnixNano(), 10)
+	}
+	seq, lat := "", ""
+	if e.HasSeq {
+		seq = strconv.FormatUint(e.Seq, 10)
+	}
+	if l := e.Latency(); l != 0 {
+		lat = strconv.FormatFloat(float64(l)/1e6, 'f', 3, 64)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.w.Write([]string{e.Device, e.Key, e.SampleKey, seq, strconv.Itoa(e.Size), ns(e.Stamp), ns(e.Received), ns(e.Delivered), lat, e.Outcome})
+}
+
+func (s *sampleWriter) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w.Flush()
+	return errors.Join(s.w.Error(), s.f.Close())
 }
 
 func print(w io.Writer, st devsim.FleetStats, asJSON, final bool) {

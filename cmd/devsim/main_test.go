@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/ddspath/ros2"
 	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
@@ -51,6 +54,51 @@ func TestRunJSON(t *testing.T) {
 	require.Equal(t, "a", last.Devices[0].Name)
 	require.Equal(t, 1, last.Devices[0].Connects)
 	require.Equal(t, 8, last.Devices[1].Model.Ring)
+}
+
+// pushRouter is a router-role endpoint that pushes n stamped samples on key
+// to every session after its subscriber declaration arrives.
+func pushRouter(t *testing.T, key string, n int) string {
+	t.Helper()
+	ln, err := transport.Listen(context.Background(), "tcp/127.0.0.1:0", transport.Config{ZID: wire.MustZID([]byte{1, 2, 3})},
+		func(*transport.Session) transport.Handler {
+			return transport.HandlerFuncs{Network: func(s *transport.Session, m wire.NetworkMessage) {
+				d, ok := m.(*wire.Declare)
+				if !ok {
+					return
+				}
+				if ds, ok := d.Body.(*wire.DeclareSubscriber); ok && ds.WireExpr.Suffix == key {
+					for range n {
+						h := ros2.Header{Stamp: ros2.TimeOf(time.Now()), FrameID: "gw"}
+						_ = s.Send(&wire.Push{WireExpr: wire.WireExpr{Suffix: key}, Body: &wire.Put{Payload: ros2.Marshal(&h)}}, transport.SendOptions{Reliable: true})
+					}
+				}
+			}}
+		})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln.Endpoint()
+}
+
+func TestRunSamplesCSV(t *testing.T) {
+	ep := pushRouter(t, "scan", 10)
+	f := filepath.Join(t.TempDir(), "samples.csv")
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"-e", ep, "--device", "name=h,board=linux-host,sub=scan,drain=50ms", "--stats", "0", "--duration", "1s", "--samples", f}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	b, err := os.ReadFile(f)
+	require.NoError(t, err)
+	recs, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, "device", recs[0][0])
+	require.Len(t, recs, 11, string(b))
+	outcomes := map[string]int{}
+	for _, r := range recs[1:] {
+		outcomes[r[9]]++
+		require.Equal(t, "scan", r[1])
+		require.NotEmpty(t, r[5], "stamp")
+	}
+	require.Equal(t, map[string]int{"delivered": 4, "ring_full": 6}, outcomes, "ring 4, one burst of 10")
 }
 
 func TestRunTableAndConfig(t *testing.T) {
