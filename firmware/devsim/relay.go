@@ -16,15 +16,14 @@ import (
 // and it batches or drops. Toward the router it copies at once (sends are
 // paced where the device sends, so that publishers block as on the device).
 type relay struct {
-	ln      net.Listener
-	up      string // router address host:port
-	win     *window
-	rcvBuf  int
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	conns   []net.Conn
-	closed  bool
-	batches uint64 // forwarded toward the device
+	ln     net.Listener
+	up     string // router address host:port
+	win    *window
+	rcvBuf int
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
 }
 
 // startRelay listens on 127.0.0.1:0 and serves one connection at a time
