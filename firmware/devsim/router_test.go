@@ -193,3 +193,21 @@ func testSocketWindowLimitsReceive(t *testing.T, ep string) {
 	require.Less(t, ratio, 7.5)
 	require.Greater(t, dh, 5*db, "no socket lock: not limited by a window")
 }
+
+// TestRustRouterRestart: the Rust router is killed and started again on the
+// same endpoint; the device reconnects (zenoh-pico auto-reconnect), declares
+// its subscriber again and receives a Rust publisher's samples.
+func TestRustRouterRestart(t *testing.T) {
+	interop.FindPython(t)
+	ep := interop.FreeEndpoint(t)
+	r1 := interop.StartReady(t, "router", "--listen", ep)
+	d := startDevice(t, DeviceConfig{Name: "rc", Platform: "zephyr", Board: "native_sim", ReconnectInterval: 200 * time.Millisecond,
+		Subscriptions: []Subscription{{Key: "scan"}}}, ep)
+	eventuallyScaled(t, 15*time.Second, "connected", func() bool { return d.Stats().Connected })
+	r1.Kill()
+	eventuallyScaled(t, 15*time.Second, "disconnected", func() bool { return !d.Stats().Connected })
+	interop.StartReady(t, "router", "--listen", ep)
+	eventuallyScaled(t, 20*time.Second, "reconnected", func() bool { st := d.Stats(); return st.Connected && st.Reconnects == 1 })
+	interop.StartReady(t, "pub", "scan", "--connect", ep, "--rate", "20", "--count", "5", "--wait-matching", "--timeout", "20")
+	eventuallyScaled(t, 20*time.Second, "samples after the restart", func() bool { return d.Stats().Subscriptions["scan"].Delivered == 5 })
+}
