@@ -142,7 +142,7 @@ func (l *Liveliness) Get(key string, opts *LivelinessGetOptions) (<-chan Reply, 
 	if opts != nil && opts.Timeout > 0 {
 		timeout = opts.Timeout
 	}
-	g := &getState{ch: make(chan Reply, 256)}
+	g := &getState{ch: make(chan Reply, 256), done: s.closing}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -72,8 +72,13 @@ type picoProc struct {
 // (stdbuf -oL), stopped with SIGINT (then SIGKILL) in t.Cleanup.
 func startPico(t *testing.T, dir, example, ep string, args ...string) *picoProc {
 	t.Helper()
+	return startPicoArgs(t, dir, example, append([]string{"-m", "client", "-e", ep}, args...)...)
+}
+
+// startPicoArgs is startPico with the whole command line given.
+func startPicoArgs(t *testing.T, dir, example string, full ...string) *picoProc {
+	t.Helper()
 	bin := filepath.Join(dir, example)
-	full := append([]string{"-m", "client", "-e", ep}, args...)
 	var cmd *exec.Cmd
 	if sb, err := exec.LookPath("stdbuf"); err == nil {
 		cmd = exec.Command(sb, append([]string{"-oL", "-eL", bin}, full...)...)
@@ -205,6 +210,7 @@ var picoScenarios = []struct {
 	{"z_ping_z_pong", picoPingPong},
 	{"python_put_z_sub", picoSubFromPython},
 	{"udp_z_sub_z_pub", picoUDP},
+	{"go_peer_to_pico_peer", picoPeer},
 }
 
 // z_sub (aggregated nothing: a plain subscriber) receives Go publications.
@@ -434,4 +440,24 @@ func routerKnows(t *testing.T, ep string, cond func(obs *zenohpath.Session) bool
 	t.Helper()
 	obs := openClient(t, ep)
 	eventually(t, "the router to know the declaration", 10*time.Second, func() bool { return cond(obs) })
+}
+
+// A Go peer-mode session dials a zenoh-pico peer (z_sub -m peer -l tcp/…):
+// pico declares its subscriber to the Go peer, which then publishes to it.
+func picoPeer(t *testing.T, dir, _ string) {
+	port := interop.FreePort(t)
+	ep := fmt.Sprintf("tcp/127.0.0.1:%d", port)
+	sub := startPicoArgs(t, dir, "z_sub", "-m", "peer", "-l", ep, "-k", "peer/**", "-n", "1")
+	sub.waitLine("Press CTRL-C", 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), interop.Scale(10*time.Second))
+	defer cancel()
+	p, err := zenohpath.Open(ctx, zenohpath.Config{Mode: zenohpath.ModePeer, Connect: []string{ep}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	pub, err := p.DeclarePublisher("peer/go", zenohpath.PublisherOptions{})
+	require.NoError(t, err)
+	eventually(t, "pico peer's subscriber", 10*time.Second, pub.HasMatchingSubscribers)
+	require.NoError(t, pub.Put([]byte("hello peer"), nil))
+	sub.waitLine("('peer/go': 'hello peer')", 10*time.Second)
+	require.Zero(t, sub.wait(10*time.Second))
 }

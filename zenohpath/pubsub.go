@@ -163,7 +163,10 @@ func (sub *Subscriber) deliver(s Sample) {
 		sub.handler(s)
 		return
 	}
-	sub.ch <- s // FIFO: blocks the session's dispatcher while full
+	select { // FIFO: blocks the session's dispatcher while full, until Close
+	case sub.ch <- s:
+	case <-sub.s.closing:
+	}
 }
 
 // DeclareSubscriber subscribes to key; handler runs on the session's

@@ -79,13 +79,19 @@ func replyFromResponse(m *wire.Response) Reply {
 
 // getState collects the replies of one Get (or liveliness Get).
 type getState struct {
-	parts int // parts still running: the router's, and the local queryables' (Get)
+	parts int             // parts still running: the router's, and the local queryables' (Get)
+	done  <-chan struct{} // the session's closing channel: stop waiting on a full ch
 	ch    chan Reply
 	once  sync.Once
 	timer *time.Timer
 }
 
-func (g *getState) add(r Reply) { g.ch <- r }
+func (g *getState) add(r Reply) {
+	select {
+	case g.ch <- r:
+	case <-g.done:
+	}
+}
 
 func (g *getState) finish() {
 	g.once.Do(func() {
@@ -117,7 +123,7 @@ func (s *Session) Get(selector string, opts *GetOptions) (<-chan Reply, error) {
 	if capacity <= 0 {
 		capacity = 64
 	}
-	g := &getState{ch: make(chan Reply, capacity), parts: 1}
+	g := &getState{ch: make(chan Reply, capacity), parts: 1, done: s.closing}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

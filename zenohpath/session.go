@@ -67,6 +67,7 @@ type Session struct {
 	link      *localLink
 	timeout   time.Duration
 	wg        sync.WaitGroup
+	closing   chan struct{} // closed when Close starts
 
 	mu           sync.Mutex
 	closed       bool
@@ -140,7 +141,7 @@ func newSession(r *Router, own bool, timeout time.Duration) (*Session, error) {
 		timeout = r.queryTimeout
 	}
 	s := &Session{
-		r: r, ownRouter: own, link: newLocalLink(), timeout: timeout,
+		r: r, ownRouter: own, link: newLocalLink(), timeout: timeout, closing: make(chan struct{}),
 		subs: map[uint32]*Subscriber{}, qbls: map[uint32]*Queryable{}, gets: map[uint32]*getState{},
 		lsubs: map[uint32]*Subscriber{}, lgets: map[uint32]*getState{}, remoteTokens: map[uint32]string{}, tokens: map[uint32]string{},
 	}
@@ -162,7 +163,9 @@ func (s *Session) Router() *Router { return s.r }
 
 // Close undeclares everything the session declared, ends pending gets and
 // closes the connections (and the session's own router). Callbacks are not
-// called after Close returns.
+// called after Close returns. Do not call it from a callback (it waits for
+// the dispatcher that runs them); a full subscriber or Get channel does not
+// hold it up.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -170,6 +173,7 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.closing)
 	gets := make([]*getState, 0, len(s.gets)+len(s.lgets))
 	for _, g := range s.gets {
 		gets = append(gets, g)

@@ -336,3 +336,57 @@ func TestStatus(t *testing.T) {
 	r.HandleStatus(rec, httptest.NewRequest("GET", StatusPath, nil))
 	require.Contains(t, rec.Body.String(), `"subscribers": 1`)
 }
+
+// TestCloseWithFullChannels: a subscriber channel and a Get channel nobody
+// reads do not hold up Close.
+func TestCloseWithFullChannels(t *testing.T) {
+	r, _ := newTestRouter(t)
+	a := openInProcess(t, r)
+	b, err := Open(context.Background(), Config{Router: r})
+	require.NoError(t, err)
+	_, err = b.DeclareSubscriberChan("f/**", 1)
+	require.NoError(t, err)
+	_, err = a.DeclareQueryable("g", func(q *Query) {
+		for range 10 {
+			_ = q.Reply("g", []byte("r"), nil)
+		}
+	}, nil)
+	require.NoError(t, err)
+	_, err = b.Get("g", &GetOptions{Capacity: 1})
+	require.NoError(t, err)
+	for range 10 {
+		require.NoError(t, a.Put("f/1", []byte("x"), nil))
+	}
+	done := make(chan struct{})
+	go func() { _ = b.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close blocked on full channels")
+	}
+}
+
+func TestQuerier(t *testing.T) {
+	r, _ := newTestRouter(t)
+	srv := openInProcess(t, r)
+	cli := openInProcess(t, r)
+	qr, err := cli.DeclareQuerier("svc/echo", &QuerierOptions{Target: QueryTargetAllComplete, Timeout: 2 * time.Second})
+	require.NoError(t, err)
+	require.False(t, qr.HasMatchingQueryables())
+	_, err = srv.DeclareQueryable("svc/echo", func(q *Query) {
+		_ = q.Reply(q.KeyExpr(), append([]byte(q.Parameters()+":"), q.Payload()...), nil)
+	}, &QueryableOptions{Complete: true})
+	require.NoError(t, err)
+	require.True(t, qr.HasMatchingQueryables())
+	replies, err := qr.Get("n=1", &QuerierGetOptions{Payload: []byte("hi")})
+	require.NoError(t, err)
+	var got []string
+	for rep := range replies {
+		s, ok := rep.Ok()
+		require.True(t, ok)
+		got = append(got, string(s.Payload()))
+	}
+	require.Equal(t, []string{"n=1:hi"}, got)
+	require.Equal(t, "svc/echo", qr.KeyExpr())
+	require.NoError(t, qr.Undeclare())
+}

@@ -72,3 +72,31 @@ func TestInteropUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestInteropPicoUpstream: the fleet layout: a zenoh-pico device on the Go
+// router, the Go router connected upstream to the Rust router, Rust clients
+// there. pico's aggregated publisher interest is answered from the upstream's
+// subscriber; pico's samples reach the Rust subscriber, and Rust samples reach
+// pico's subscriber.
+func TestInteropPicoUpstream(t *testing.T) {
+	skipShort(t)
+	interop.FindPython(t)
+	dir := picoBuilds(t)[0].dir
+	rust := interop.StartPythonRouter(t)
+	goEP := startGoRouterUpstream(t, rust)
+
+	sub := interop.StartReady(t, "sub", "fleet/**", "--connect", rust, "--count", "2", "--timeout", interop.Seconds(20*time.Second))
+	pub := startPico(t, dir, "z_pub", goEP, "-k", "fleet/pico/telemetry", "-n", "2", "-a")
+	pub.waitLine("Publisher has matching subscribers.", 10*time.Second)
+	var s interop.SubSummary
+	require.NoError(t, sub.WaitEvent("done", 20*time.Second).Decode(&s))
+	require.True(t, s.Complete, "%+v", s)
+	require.Zero(t, pub.wait(10*time.Second))
+
+	psub := startPico(t, dir, "z_sub", goEP, "-k", "fleet/cmd/**", "-n", "1")
+	psub.waitLine("Press CTRL-C", 10*time.Second)
+	rpub := interop.Start(t, "pub", "fleet/cmd/go", "--connect", rust, "--count", "1", "--size", "16", "--wait-matching")
+	rpub.WaitEvent("sent", 15*time.Second)
+	psub.waitLine("'fleet/cmd/go'", 10*time.Second)
+	require.Zero(t, psub.wait(10*time.Second))
+}

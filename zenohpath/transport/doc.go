@@ -93,8 +93,12 @@
 // Listener.mu is never held while calling into a Session; Session.closeMu
 // guards only the close state and is a leaf.
 //
-// # Metrics
+// # Drops and metrics
 //
-// See NewMetrics; nil Config.Metrics records nothing. Session.Stats gives
-// per-session counters.
+// Every drop has a reason (queue_full, block_timeout, too_large,
+// sn_window, fragment_gap, fragment_oversize, fragment_no_first,
+// fragment_drop_marker, udp_queue_full, closed): it is counted in
+// Session.Stats and the metrics, and the first one of each reason in a
+// session is logged (invariant 2). See NewMetrics; a nil Config.Metrics
+// records nothing.
 package transport
