@@ -149,7 +149,8 @@ metrics: {listen: ""}
 		g.Publish(route, bridge.Sample{Key: route.Key, Payload: buildSample(nil, time.Now(), "gw", 64), Time: time.Now()})
 	}
 	tk.Stop()
-	eventuallyScaled(t, 10*time.Second, "gateway samples delivered", func() bool { return shaped.Stats().Subscriptions["scan"].Delivered >= 20 })
+	// 10 Hz batched lane, 3 Hz once the classifier demotes the backlogged device.
+	eventuallyScaled(t, 15*time.Second, "gateway samples delivered", func() bool { return shaped.Stats().Subscriptions["scan"].Delivered >= 8 })
 	p := shaped.Stats().Subscriptions["scan"]
 
 	t.Logf("stock Rust router: received %d delivered %d ring_full %d gaps %d latency p50 %.0f ms p99 %.0f ms",
