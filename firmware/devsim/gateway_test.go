@@ -117,7 +117,9 @@ func TestGatewayVsStockRouter(t *testing.T) {
 	flooder := startDevice(t, DeviceConfig{Name: "flooder", Board: "linux-host",
 		Publications: []Publication{{Key: "scan", RateHz: rate, Size: 64, Express: true}}}, ep)
 	eventuallyScaled(t, 15*time.Second, "stream flowing", func() bool { return stock.Stats().Subscriptions["scan"].Received > 0 })
-	time.Sleep(run) // the measured run: let the stream flow for a fixed time
+	eventuallyScaled(t, 3*run, "the measured run: rate × run samples published", func() bool {
+		return flooder.Stats().Publications["scan"].Sent >= uint64(rate*run/time.Second)
+	})
 	flooder.Stop()
 	s := stock.Stats().Subscriptions["scan"]
 
