@@ -24,9 +24,10 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "throughput window per measurement (latency rows do 400 round trips per second of it)")
 	sizes := flag.String("sizes", "8,1024,65536", "payload sizes of the throughput rows, bytes")
 	out := flag.String("out", "", "also write the Markdown report to this file")
+	repeat := flag.Int("repeat", 1, "measure each row this many times per router and report the median")
 	only := flag.String("only", "", "comma-separated substrings: run only the scenarios whose name contains one")
 	flag.Parse()
-	o := zbench.Options{Duration: *duration, PicoDir: os.Getenv(zbench.PicoEnv), Log: os.Stderr}
+	o := zbench.Options{Duration: *duration, PicoDir: os.Getenv(zbench.PicoEnv), Repeat: *repeat, Log: os.Stderr}
 	var err error
 	if o.Sizes, err = parseSizes(*sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "zbench:", err)

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +78,8 @@ type Options struct {
 	// GoRouter is the command that runs the Go router child (default: this executable,
 	// with ChildEnv set).
 	GoRouter []string
+	// Repeat each measurement this many times per router and report the median (default 1).
+	Repeat int
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 	// Only, if set, keeps the scenarios whose name contains one of these strings.
@@ -104,6 +107,9 @@ func (o *Options) defaults() {
 	}
 	if o.Python == "" {
 		o.Python = "python3"
+	}
+	if o.Repeat <= 0 {
+		o.Repeat = 1
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -155,9 +161,10 @@ type Report struct {
 
 // bench is one run.
 type bench struct {
-	o   Options
-	dir string // temp dir with zbench.py
-	rep *Report
+	o    Options
+	dir  string // temp dir with zbench.py
+	rep  *Report
+	rows int // measured rows so far (alternates the router order)
 }
 
 // measurement is what one side of a row produced: metric -> value, in row order.
@@ -266,22 +273,31 @@ func (b *bench) scenarios() []scenario {
 // runRow measures sc at size through the Go router, then through the Rust router, and
 // appends the rows.
 func (b *bench) runRow(ctx context.Context, sc scenario, size int) {
-	var res [2]measurement
+	var runs [2][]measurement
 	var errs [2]error
-	for _, k := range []Kind{GoRouter, RustRouter} {
-		t0 := time.Now()
-		res[k], errs[k] = b.measure(ctx, sc, k, size)
-		if errs[k] != nil {
-			fmt.Fprintf(b.o.Log, "%s, %d B, %s router: ERROR %v\n", sc.name, size, k, errs[k])
-		} else {
-			fmt.Fprintf(b.o.Log, "%s, %d B, %s router: %s (%.1fs)\n", sc.name, size, k, res[k].summary(), time.Since(t0).Seconds())
+	for rep := range b.o.Repeat {
+		// Alternate which router goes first, so drifting machine load favours neither.
+		order := []Kind{GoRouter, RustRouter}
+		if b.rows%2 == 1 {
+			order = []Kind{RustRouter, GoRouter}
+		}
+		b.rows++
+		for _, k := range order {
+			if errs[k] != nil {
+				continue
+			}
+			t0 := time.Now()
+			m, err := b.measure(ctx, sc, k, size)
+			if err != nil {
+				errs[k] = err
+				fmt.Fprintf(b.o.Log, "%s, %d B, %s router: ERROR %v\n", sc.name, size, k, err)
+				continue
+			}
+			runs[k] = append(runs[k], m)
+			fmt.Fprintf(b.o.Log, "%s, %d B, %s router, run %d: %s (%.1fs)\n", sc.name, size, k, rep+1, m.summary(), time.Since(t0).Seconds())
 		}
 	}
-	metrics := res[0].metrics
-	if len(metrics) == 0 {
-		metrics = res[1].metrics
-	}
-	if errs[0] != nil || errs[1] != nil || len(metrics) == 0 {
+	if errs[0] != nil || errs[1] != nil || len(runs[0]) == 0 || len(runs[1]) == 0 {
 		msg := []string{}
 		for k, err := range errs {
 			if err != nil {
@@ -291,9 +307,28 @@ func (b *bench) runRow(ctx context.Context, sc scenario, size int) {
 		b.rep.Rows = append(b.rep.Rows, Row{Scenario: sc.name, Size: size, Err: "ERROR " + strings.Join(msg, "; ")})
 		return
 	}
-	for _, m := range metrics {
-		b.rep.Rows = append(b.rep.Rows, Row{Scenario: sc.name, Size: size, Metric: m, Go: res[0].values[m], Rust: res[1].values[m]})
+	for _, m := range runs[0][0].metrics {
+		b.rep.Rows = append(b.rep.Rows, Row{Scenario: sc.name, Size: size, Metric: m,
+			Go: median(runs[GoRouter], m), Rust: median(runs[RustRouter], m)})
 	}
+}
+
+// median of metric over the runs.
+func median(runs []measurement, metric string) float64 {
+	xs := make([]float64, 0, len(runs))
+	for _, r := range runs {
+		if v, ok := r.values[metric]; ok {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 }
 
 func (m measurement) summary() string {

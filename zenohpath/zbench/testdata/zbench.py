@@ -38,6 +38,10 @@ def config(args, mode):
     conf.insert_json5("listen/endpoints", json.dumps(args.listen or []))
     conf.insert_json5("scouting/multicast/enabled", "false")
     conf.insert_json5("scouting/gossip/enabled", "false")
+    # Zenoh 1.x moves payloads >= 3 KB through shared memory between local Rust processes
+    # (the router forwards a reference), which the Go router does not speak: off everywhere,
+    # so both routers carry the same bytes over TCP.
+    conf.insert_json5("transport/shared_memory/enabled", "false")
     return conf
 
 
