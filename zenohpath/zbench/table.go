@@ -16,7 +16,7 @@ func formatValue(metric string, v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case strings.HasSuffix(metric, "µs/msg"):
 		return strconv.FormatFloat(v, 'f', 2, 64)
-	case strings.Contains(metric, "µs"), strings.HasSuffix(metric, "%"):
+	case strings.Contains(metric, "µs"), strings.HasSuffix(metric, "%"), strings.Contains(metric, "% "):
 		return strconv.FormatFloat(v, 'f', 1, 64)
 	default:
 		return strconv.FormatFloat(v, 'f', 2, 64)
