@@ -50,6 +50,9 @@ func (d *devices) FaceOpened(f zenohpath.Face) {
 			return
 		}
 	}
+	if d.s.opts.AttachAllClients && f.WhatAmI() == wire.WhatAmIClient {
+		d.attach(df, "")
+	}
 }
 
 func (d *devices) SubscriptionsChanged(f zenohpath.Face) {
