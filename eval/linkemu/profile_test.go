@@ -1,0 +1,70 @@
+package linkemu
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestBuiltinProfilesMatchEvaluationTable(t *testing.T) {
+	ms := time.Millisecond
+	rd := Jitter{Mean: 20 * ms, SD: 10 * ms} // probe-return delay
+	im := func(mean, sd time.Duration, g GE) Impairment {
+		return Impairment{Loss: g, Rate: 5000 * Kbit, Delay: Jitter{Mean: mean, SD: sd}}
+	}
+	want := []Profile{
+		{Name: "clean"},
+		{Name: "mild", ToDevice: im(20*ms, 8*ms, GE{0.01, 0.15, 0.005, 0.30})},
+		{Name: "moderate", ToDevice: im(40*ms, 15*ms, GE{0.03, 0.15, 0.005, 0.30})},
+		{Name: "strong", ToDevice: im(60*ms, 20*ms, GE{0.02, 0.10, 0.01, 0.50})},
+	}
+	for i := 1; i < len(want); i++ {
+		want[i].ToGateway = want[i].ToDevice
+		want[i].ToGateway.Extra = rd
+	}
+	require.Equal(t, want, Profiles())
+	require.Equal(t, []string{"clean", "mild", "moderate", "strong"}, ProfileNames())
+	require.True(t, Profiles()[0].ToDevice.Clean())
+}
+
+func TestLookupProfile(t *testing.T) {
+	p, err := LookupProfile("moderate")
+	require.NoError(t, err)
+	require.Equal(t, "moderate", p.Name)
+	_, err = LookupProfile("awful")
+	require.ErrorContains(t, err, `unknown profile "awful" (allowed: clean, mild, moderate, strong)`)
+}
+
+func TestParseProfilesRejectsBadInput(t *testing.T) {
+	for _, tc := range []struct{ in, err string }{
+		{"profiles:\n  - name: x\n    bandwidth: 5\n", "field bandwidth not found"},
+		{"profiles:\n  - name: x\n  - name: x\n", "duplicate name"},
+		{"profiles:\n  - name: x\n    ge: {p: 0.1, r: 0}\n", "never be left"},
+		{"profiles:\n  - name: x\n    bandwidth_kbit: -1\n", "bandwidth_kbit"},
+		{"profiles:\n  - name: x\n    delay_ms: {mean: -1}\n", "delay"},
+		{"profiles:\n  - {}\n", "name must not be empty"},
+	} {
+		_, err := ParseProfiles([]byte(tc.in))
+		require.ErrorContains(t, err, tc.err, tc.in)
+	}
+}
+
+func TestCheckLoopback(t *testing.T) {
+	for _, ok := range []string{"127.0.0.1:7447", "127.0.0.1:0", "127.1.2.3:1"} {
+		require.NoError(t, CheckLoopback(ok), ok)
+	}
+	for _, bad := range []string{"0.0.0.0:7447", "192.168.1.1:7447", "localhost:7447", "[::1]:7447", ":7447", "127.0.0.1"} {
+		require.Error(t, CheckLoopback(bad), bad)
+	}
+	require.ErrorIs(t, CheckLoopback("10.0.0.1:1"), ErrNotLoopback)
+
+	proto, hp, err := ParseEndpoint("tcp/127.0.0.1:7447")
+	require.NoError(t, err)
+	require.Equal(t, "tcp", proto)
+	require.Equal(t, "127.0.0.1:7447", hp)
+	_, _, err = ParseEndpoint("tls/127.0.0.1:7447")
+	require.ErrorContains(t, err, "want tcp/")
+	_, _, err = ParseEndpoint("udp/10.1.1.1:7447")
+	require.ErrorIs(t, err, ErrNotLoopback)
+}
