@@ -28,6 +28,7 @@ type Config struct {
 	Bag      string        // bag directory
 	Topic    string        // bag topic replayed ("/scan")
 	RateHz   float64       // fixed replay rate (30)
+	Levels   []string      // restrict the levels run (smoke tests); empty = all
 	Log      func(format string, a ...any)
 }
 

@@ -183,7 +183,11 @@ func runDDS(ctx context.Context, cfg Config, v ddsVariant, level string, res *Re
 		}
 	}
 	for _, c := range children {
+		t0 := time.Now()
 		c.stop()
+		if el := time.Since(t0); el > 2*time.Second {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s took %v to stop", c.name, el.Round(100*time.Millisecond)))
+		}
 	}
 	children = nil
 	res.ProducedLoss = math.NaN()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -22,7 +23,9 @@ func plan(cfg Config) []spec {
 			return
 		}
 		for _, l := range levels {
-			l := l
+			if len(cfg.Levels) > 0 && !slices.Contains(cfg.Levels, l) {
+				continue
+			}
 			s := spec{run: exp + "-" + system + "-" + l, exp: exp, system: system, level: l, missing: missing}
 			if fn != nil {
 				s.fn = func(ctx context.Context, cfg Config, res *Result) error { return fn(ctx, cfg, l, res) }
