@@ -80,10 +80,24 @@ func Lines(path, title, xlabel, ylabel string, logX bool, series []Series) error
 		p.Legend.Add(s.Name, l)
 		drawn++
 	}
-	if drawn == 0 {
-		p.Add(plotter.NewGrid())
-	}
 	p.Add(plotter.NewGrid())
+	if logX {
+		// A log axis needs a positive, non-empty range (gonum pads a zero-width range
+		// down to 0).
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, s := range series {
+			for _, v := range s.X {
+				lo, hi = math.Min(lo, math.Max(v, 0.01)), math.Max(hi, math.Max(v, 0.01))
+			}
+		}
+		if drawn == 0 || math.IsInf(lo, 0) {
+			lo, hi = 0.1, 10
+		}
+		if hi < lo*1.5 {
+			lo, hi = lo/2, hi*2
+		}
+		p.X.Min, p.X.Max = lo, hi
+	}
 	return p.Save(width, height, path)
 }
 
