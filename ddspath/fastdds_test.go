@@ -202,3 +202,59 @@ func TestFastDDSToCyclone(t *testing.T) {
 	require.Equal(t, Volatile, pub.QoS.Durability)
 	require.Empty(t, pub.TypeHash)
 }
+
+// TestCycloneToFastDDSTransientLocalLateJoiner: a TRANSIENT_LOCAL KEEP_LAST 3
+// ddspath writer publishes 5 samples before the Fast DDS reader exists; the
+// late TRANSIENT_LOCAL Fast DDS reader gets the last 3 with their timestamps.
+func TestCycloneToFastDDSTransientLocalLateJoiner(t *testing.T) {
+	bin := fastDDSPeer(t)
+	dom := newDomainID()
+	p, err := Open(Config{DomainID: dom})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	topic := "rt/scan"
+	w, err := p.NewWriter(topic, laserType, QoS{Reliability: Reliable, History: KeepLast, Depth: 3, Durability: TransientLocal})
+	require.NoError(t, err)
+	base := time.Unix(1700000400, 0)
+	var payloads [][]byte
+	for i := range 5 {
+		b := laserScanCDR(1700000400, uint32(i), "laser", 90)
+		payloads = append(payloads, b)
+		require.NoError(t, w.Write(b, base.Add(time.Duration(i)*time.Second)))
+	}
+	peer := startPeer(t, bin, "--sub", topic, "--type", laserType, "--count", "3", "--keep-last", "10",
+		"--transient-local", "--domain", strconv.Itoa(int(dom)), "--hex", "--timeout", "30")
+	require.NoError(t, peer.Wait(40*time.Second*timeScale()))
+	got, err := peer.Samples()
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	for i, s := range got {
+		require.Equal(t, payloads[i+2], s.Bytes)
+		require.Equal(t, base.Add(time.Duration(i+2)*time.Second).UnixNano(), s.SrcNs)
+	}
+}
+
+// TestFastDDSBestEffortToCycloneSensorQoS: ROS sensor-data QoS on both sides
+// (BEST_EFFORT KEEP_LAST 5) matches across vendors and delivers.
+func TestFastDDSBestEffortToCycloneSensorQoS(t *testing.T) {
+	bin := fastDDSPeer(t)
+	dom := newDomainID()
+	p, err := Open(Config{DomainID: dom})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	topic := "rt/scan"
+	r, err := p.NewReader(topic, laserType, SensorDataQoS())
+	require.NoError(t, err)
+	peer := startPeer(t, bin, "--pub", topic, "--type", laserType, "--count", "20", "--size", "1500",
+		"--best-effort", "--keep-last", "5", "--rate", "200", "--go-on-stdin", "--domain", strconv.Itoa(int(dom)), "--timeout", "30")
+	_, err = peer.WaitLine("matched 1", 15*time.Second*timeScale())
+	require.NoError(t, err)
+	waitFor(t, 15*time.Second, "reader matched", func() bool { return r.Matched() == 1 })
+	require.NoError(t, peer.Go())
+	require.NoError(t, peer.Wait(30*time.Second*timeScale()))
+	// best effort on loopback: expect (nearly) all, require most and exact sizes
+	waitFor(t, 5*time.Second, "samples", func() bool { return r.Stats().Received >= 15 })
+	s := recv(t, r, time.Second)
+	require.Len(t, s.CDR, 1500)
+	require.Equal(t, []byte{0, 1, 0, 0}, s.CDR[:4])
+}

@@ -40,3 +40,24 @@ func ParseEndpoint(s string) (proto, hostport string, err error) {
 	}
 	return proto, hostport, nil
 }
+
+// NewProxy starts a UDP or TCP proxy from Zenoh-style locators
+// ("tcp/127.0.0.1:17447", "udp/127.0.0.1:17447"); both must use the same
+// protocol and loopback addresses.
+func NewProxy(listen, upstream string, cfg Config) (Proxy, error) {
+	lproto, laddr, err := ParseEndpoint(listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	uproto, uaddr, err := ParseEndpoint(upstream)
+	if err != nil {
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	if lproto != uproto {
+		return nil, fmt.Errorf("listen is %s but upstream is %s: both must use the same protocol", lproto, uproto)
+	}
+	if lproto == "udp" {
+		return NewUDPProxy(laddr, uaddr, cfg)
+	}
+	return NewTCPProxy(laddr, uaddr, cfg)
+}

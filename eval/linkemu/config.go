@@ -10,8 +10,10 @@ type Framing uint8
 
 const (
 	// FramingZenoh treats each Zenoh batch as one packet: a little-endian
-	// u16 length followed by that many bytes (zenoh-wire.md, stream
-	// links). The default.
+	// u16 length followed by that many bytes (zenoh-wire.md §3.1, stream
+	// links). A batch is held until it is complete, as the receiver would
+	// wait for it anyway; for other protocols use FramingChunk. The
+	// default.
 	FramingZenoh Framing = iota
 	// FramingChunk cuts what each read returns into packets of at most
 	// Config.ChunkSize bytes, for streams whose framing is unknown.
@@ -58,8 +60,11 @@ type Config struct {
 	// DefaultChunkSize.
 	ChunkSize int
 	// UDPReorder lets a datagram with a shorter drawn delay overtake an
-	// earlier one (netem's behaviour with jitter). By default datagrams
-	// keep their order.
+	// earlier one (netem's behaviour with jitter and no rate). By default
+	// datagrams keep their order: one is released no earlier than the one
+	// before it, as netem does when a rate is set (netem_enqueue takes the
+	// last queued packet's send time as its reference), which is the case
+	// of every impaired profile.
 	UDPReorder bool
 	// UDPIdle ends a UDP client mapping after this long without traffic in
 	// either direction. Default DefaultUDPIdle.

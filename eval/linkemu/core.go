@@ -16,7 +16,7 @@ type core struct {
 	start     time.Time
 	links     [2]*link // indexed by Direction
 
-	mu       sync.Mutex // guards profile and timeline
+	mu       sync.Mutex // guards profile and timeline; taken before link.mu
 	profile  Profile
 	timeline []ProfileChange
 
@@ -41,11 +41,13 @@ func (c *core) apply(p Profile, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	rto := c.cfg.RTO.RTO(p)
-	c.links[ToDevice].set(p.ToDevice, rto)
-	c.links[ToGateway].set(p.ToGateway, rto)
-	c.profile = p
 	impaired := !p.ToDevice.Clean() || !p.ToGateway.Clean()
-	c.timeline = append(c.timeline, ProfileChange{At: at, Profile: p.Name, Impaired: impaired})
+	ch := ProfileChange{At: at, Profile: p.Name, Impaired: impaired,
+		Expected: [2]float64{p.ToDevice.ExpectedLoss(), p.ToGateway.ExpectedLoss()}}
+	ch.Counters[ToDevice] = c.links[ToDevice].set(p.ToDevice, rto)
+	ch.Counters[ToGateway] = c.links[ToGateway].set(p.ToGateway, rto)
+	c.profile = p
+	c.timeline = append(c.timeline, ch)
 	c.cfg.Metrics.profile(impaired)
 }
 
@@ -69,13 +71,14 @@ func (c *core) stats() Stats {
 		Transport: c.transport,
 		Profile:   c.profile.Name,
 		Start:     c.start,
+		Taken:     time.Now(),
 		Timeline:  slices.Clone(c.timeline),
 	}
+	s.ToDevice = c.links[ToDevice].snapshot()
+	s.ToGateway = c.links[ToGateway].snapshot()
 	c.mu.Unlock()
 	s.Active = int(c.active.Load())
 	s.Sessions = c.opened.Load()
-	s.ToDevice = c.links[ToDevice].snapshot()
-	s.ToGateway = c.links[ToGateway].snapshot()
 	return s
 }
 

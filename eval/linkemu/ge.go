@@ -2,6 +2,7 @@ package linkemu
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 )
 
@@ -120,4 +121,38 @@ func (c *Channel) Model() GE { return c.model }
 func (c *Channel) SetModel(m GE) {
 	c.model = m
 	c.state = GEGood
+}
+
+// Ahead draws the state of the chain k steps after it was in state from,
+// without moving the chain, from the k-step transition probability
+//
+//	P(bad after k | from) = π_B + (1{from = bad} − π_B)·(1 − p − r)^k,  π_B = p/(p + r).
+//
+// The TCP proxy uses it for a retransmission, which happens one RTO after
+// the transmission it repeats, when the link has carried other packets.
+func (c *Channel) Ahead(from GEState, k int) GEState {
+	p, r := c.model.P, c.model.R
+	if p+r == 0 || k <= 0 {
+		return from
+	}
+	piB := p / (p + r)
+	s0 := 0.0
+	if from == GEBad {
+		s0 = 1
+	}
+	pBad := piB + (s0-piB)*math.Pow(1-p-r, float64(k))
+	if c.rng.Float64() < pBad {
+		return GEBad
+	}
+	return GEGood
+}
+
+// LostIn draws whether a transmission made in state s is lost, without
+// moving the chain.
+func (c *Channel) LostIn(s GEState) bool {
+	loss := c.model.LossGood
+	if s == GEBad {
+		loss = c.model.LossBad
+	}
+	return loss > 0 && c.rng.Float64() < loss
 }

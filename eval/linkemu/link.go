@@ -34,6 +34,8 @@ type link struct {
 	rtoMax time.Duration
 	maxRtx int
 	last   time.Time // latest release of an ordered datagram
+	prev   time.Time // arrival of the previous TCP packet
+	gap    float64   // EWMA of TCP packet inter-arrival times, ns (0: none yet)
 	st     DirStats
 }
 
@@ -55,13 +57,15 @@ func newLink(dir Direction, seed uint64, queueBytes int, rtoMax time.Duration, m
 	}
 }
 
-func (l *link) set(im Impairment, rto time.Duration) {
+// set applies a new impairment and returns the counters up to the switch.
+func (l *link) set(im Impairment, rto time.Duration) DirStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.im = im
 	l.ge.SetModel(im.Loss)
 	l.sh.rate = im.Rate
 	l.rto = rto
+	return l.st
 }
 
 // transmit steps the chain once and counts the transmission.
@@ -90,7 +94,7 @@ func (l *link) datagram(now time.Time, n int, ordered bool) (time.Time, verdict)
 	l.st.Packets++
 	l.st.BytesIn += uint64(n)
 	l.m.packet(l.dir, n)
-	dep, ok := l.sh.reserve(now, n)
+	dep, ok := l.sh.reserve(now, n, true)
 	if !ok {
 		l.st.QueueDrops++
 		l.st.Dropped++
@@ -115,34 +119,69 @@ func (l *link) datagram(now time.Time, n int, ordered bool) (time.Time, verdict)
 
 // segment schedules an n-byte unit of a TCP stream arriving at now and
 // returns its release time, ignoring the order of its connection (the
-// caller keeps that). Each GE loss of a transmission costs one RTO, which
+// caller keeps that).
+//
+// The first transmission steps the chain. Each loss costs one RTO, which
 // doubles for each further loss of the same unit (capped at rtoMax), plus
 // the time to send the unit again; after maxRtx retransmissions the unit
-// goes through (the emulator never aborts a connection).
+// goes through (the emulator never aborts a connection). A retransmission
+// happens an RTO later, after the link has carried about RTO/gap other
+// packets (gap: the mean inter-arrival time on this direction), so its
+// state is drawn k = ceil(elapsed/gap) steps ahead of the original one
+// (Channel.Ahead) rather than right after it (with no gap yet, or back
+// to back on an unlimited link, from the stationary mix); the chain itself
+// moves with first transmissions only.
 func (l *link) segment(now time.Time, n int) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.st.Packets++
 	l.st.BytesIn += uint64(n)
 	l.m.packet(l.dir, n)
-	dep, _ := l.sh.reserve(now, n) // never full: TCP pushes back before this
+	if !l.prev.IsZero() {
+		const alpha = 1.0 / 8 // as TCP's srtt estimator
+		g := float64(now.Sub(l.prev))
+		if l.gap == 0 {
+			l.gap = g
+		} else {
+			l.gap += alpha * (g - l.gap)
+		}
+	}
+	l.prev = now
+	dep, _ := l.sh.reserve(now, n, false) // TCP pushes back per connection instead
+	if !l.transmit() {
+		return dep.Add(l.delay())
+	}
+	l.st.Stalled++
 	var stall time.Duration
 	rto := l.rto
+	state := l.ge.State() // after the lost transmission's step
+	steps := 0            // steps of the chain since then
 	for k := 0; ; k++ {
-		if k == l.maxRtx { // give up emulating: this one goes through
-			l.st.Sent++
-			break
-		}
-		if !l.transmit() {
-			break
-		}
 		l.st.Retransmits++
 		l.m.loss(l.dir)
-		if k == 0 {
-			l.st.Stalled++
-		}
 		stall += rto + l.im.Rate.TxTime(n)
 		rto = min(2*rto, l.rtoMax)
+		// The retransmission: ceil(stall/gap) steps after the original.
+		// Packets cannot follow each other faster than the link sends
+		// them; back to back on an unlimited link, the chain has mixed.
+		delta := math.MaxInt32
+		if gap := max(l.gap, float64(l.im.Rate.TxTime(n))); gap > 0 {
+			ahead := int(min(math.Ceil(float64(stall)/gap), math.MaxInt32))
+			delta = max(1, ahead-steps)
+			steps += delta
+		}
+		state = l.ge.Ahead(state, delta)
+		l.st.Sent++
+		if state == GEBad {
+			l.st.BadSteps++
+		}
+		if k+1 == l.maxRtx { // give up emulating: this one goes through
+			break
+		}
+		if !l.ge.LostIn(state) {
+			break
+		}
+		l.st.Lost++
 	}
 	return dep.Add(stall + l.delay())
 }

@@ -44,23 +44,26 @@ func TestBitrateTxTime(t *testing.T) {
 func TestShaperSerializesAndBoundsBacklog(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	s := shaper{rate: 8000, limit: 3000} // 1000 bytes per second
-	d, ok := s.reserve(t0, 1000)
+	d, ok := s.reserve(t0, 1000, true)
 	require.True(t, ok)
 	require.Equal(t, t0.Add(time.Second), d)
-	d, ok = s.reserve(t0, 1000) // waits behind the first
+	d, ok = s.reserve(t0, 1000, true) // waits behind the first
 	require.True(t, ok)
 	require.Equal(t, t0.Add(2*time.Second), d)
-	d, ok = s.reserve(t0, 1000)
+	d, ok = s.reserve(t0, 1000, true)
 	require.True(t, ok)
 	require.Equal(t, t0.Add(3*time.Second), d)
-	_, ok = s.reserve(t0, 1000) // 3000 bytes queued ahead: full
+	_, ok = s.reserve(t0, 1000, true) // 3000 bytes queued ahead: full
 	require.False(t, ok)
-	d, ok = s.reserve(t0.Add(10*time.Second), 500) // idle again
+	d, ok = s.reserve(t0, 1000, false) // unbounded (TCP) still books
+	require.True(t, ok)
+	require.Equal(t, t0.Add(4*time.Second), d)
+	d, ok = s.reserve(t0.Add(10*time.Second), 500, true) // idle again
 	require.True(t, ok)
 	require.Equal(t, t0.Add(10500*time.Millisecond), d)
 
 	u := shaper{}
-	d, ok = u.reserve(t0, 1<<30)
+	d, ok = u.reserve(t0, 1<<30, true)
 	require.True(t, ok)
 	require.Equal(t, t0, d)
 }
@@ -71,6 +74,11 @@ func TestRTOModel(t *testing.T) {
 	// srtt = 40 + 40 + 20 ms; σ = sqrt(15² + 15² + 10²) ≈ 23.5 ms, 4σ ≈ 94 ms < 200 ms.
 	require.Equal(t, 300*time.Millisecond, RTOConfig{}.RTO(moderate))
 	require.Equal(t, DefaultRTOMin, RTOConfig{}.RTO(Clean))
+	for name, want := range map[string]time.Duration{"mild": 260 * time.Millisecond, "strong": 340 * time.Millisecond} {
+		p, err := LookupProfile(name)
+		require.NoError(t, err)
+		require.Equal(t, want, RTOConfig{}.RTO(p), name)
+	}
 	require.Equal(t, 50*time.Millisecond, RTOConfig{Initial: 50 * time.Millisecond}.RTO(moderate))
 	big := Profile{Name: "big", ToDevice: Impairment{Delay: Jitter{Mean: time.Second, SD: 100 * time.Millisecond}}}
 	require.Equal(t, time.Second+400*time.Millisecond, RTOConfig{}.RTO(big))
@@ -90,4 +98,87 @@ func TestLinkSegmentBacksOff(t *testing.T) {
 	require.EqualValues(t, 4, st.Retransmits)
 	require.EqualValues(t, 1, st.Stalled)
 	require.InDelta(t, 0.8, st.ProducedLoss(), 1e-9)
+}
+
+// TestLinkProducedLossPerProfile drives each direction of each built-in
+// profile with 200 000 datagrams (1 KiB every 2 ms: below the 5000 kbit/s
+// rate, so no queue drops) through the same model the UDP proxy uses and
+// compares the produced loss its counters report with ExpectedLoss.
+func TestLinkProducedLossPerProfile(t *testing.T) {
+	for _, p := range Profiles() {
+		for _, d := range []Direction{ToDevice, ToGateway} {
+			l := newLink(d, 1, DefaultQueueBytes, DefaultRTOMax, DefaultMaxRetransmits, nil)
+			l.set(p.Dir(d), 0)
+			now := time.Unix(0, 0)
+			for range geSteps {
+				l.datagram(now, 1024, true)
+				now = now.Add(2 * time.Millisecond)
+			}
+			st := l.snapshot()
+			want := p.Dir(d).ExpectedLoss()
+			t.Logf("%-8s %-10s produced %.4f expected %.4f (lost %d of %d)", p.Name, d, st.ProducedLoss(), want, st.Lost, st.Sent)
+			require.Zero(t, st.QueueDrops)
+			require.Equal(t, st.Lost, st.Dropped)
+			if want == 0 {
+				require.Zero(t, st.Lost)
+				continue
+			}
+			require.InEpsilon(t, want, st.ProducedLoss(), 0.10)
+		}
+	}
+}
+
+// TestLinkSegmentLossPerProfile drives the TCP model of each profile with
+// 200 000 batches. First transmissions follow the chain, so the share of
+// stalled batches is the expected loss. A retransmission is drawn
+// RTO/gap steps ahead: at 2 ms spacing the chain has mixed by then and the
+// produced loss (retransmissions included) is the expected one; at 30 Hz
+// only about 10 packets pass in an RTO, so a batch lost in the bad state
+// is more likely to be lost again and the produced loss is a little higher.
+func TestLinkSegmentLossPerProfile(t *testing.T) {
+	for _, gap := range []time.Duration{2 * time.Millisecond, time.Second / 30} {
+		for _, p := range Profiles()[1:] {
+			l := newLink(ToDevice, 1, 0, DefaultRTOMax, DefaultMaxRetransmits, nil)
+			l.set(p.ToDevice, RTOConfig{}.RTO(p))
+			now := time.Unix(0, 0)
+			for range geSteps {
+				l.segment(now, 100)
+				now = now.Add(gap)
+			}
+			st := l.snapshot()
+			want := p.ToDevice.ExpectedLoss()
+			first := float64(st.Stalled) / float64(st.Packets)
+			t.Logf("gap %-8v %-8s produced %.4f (first transmissions %.4f) expected %.4f; %d stalled, %d retransmissions",
+				gap, p.Name, st.ProducedLoss(), first, want, st.Stalled, st.Retransmits)
+			require.InEpsilon(t, want, first, 0.10)
+			require.Equal(t, st.Lost, st.Retransmits)
+			if gap == 2*time.Millisecond {
+				require.InEpsilon(t, want, st.ProducedLoss(), 0.10)
+			} else {
+				require.GreaterOrEqual(t, st.ProducedLoss(), want*0.95)
+				require.LessOrEqual(t, st.ProducedLoss(), want*1.15)
+			}
+		}
+	}
+}
+
+func TestChannelAhead(t *testing.T) {
+	g := GE{P: 0.03, R: 0.15, LossGood: 0.005, LossBad: 0.3}
+	ch := NewChannel(g, 9, 0)
+	piB := g.P / (g.P + g.R)
+	for _, k := range []int{1, 5, 20, 1000} {
+		const n = 100_000
+		bad := 0
+		for range n {
+			if ch.Ahead(GEBad, k) == GEBad {
+				bad++
+			}
+		}
+		want := piB + (1-piB)*math.Pow(1-g.P-g.R, float64(k))
+		require.InDelta(t, want, float64(bad)/n, 0.01, "k=%d", k)
+	}
+	require.Equal(t, GEBad, ch.Ahead(GEBad, 0))
+	require.Equal(t, GEGood, NewChannel(GE{LossGood: 1}, 1, 0).Ahead(GEGood, 5), "p = r = 0 never moves")
+	require.True(t, NewChannel(GE{LossBad: 1, P: 1, R: 1}, 1, 0).LostIn(GEBad))
+	require.False(t, NewChannel(GE{LossBad: 1, P: 1, R: 1}, 1, 0).LostIn(GEGood))
 }

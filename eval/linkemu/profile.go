@@ -65,6 +65,14 @@ type Profile struct {
 	ToGateway Impairment `json:"to_gateway"`
 }
 
+// Dir returns the impairment of one direction.
+func (p Profile) Dir(d Direction) Impairment {
+	if d == ToGateway {
+		return p.ToGateway
+	}
+	return p.ToDevice
+}
+
 // Validate checks both directions.
 func (p Profile) Validate() error {
 	if p.Name == "" {

@@ -28,16 +28,17 @@ type shaper struct {
 }
 
 // reserve books n bytes arriving at now. It returns when the last bit has
-// left the transmitter, or ok = false when the bytes already queued ahead
-// exceed the limit (the packet is then not booked).
-func (s *shaper) reserve(now time.Time, n int) (departure time.Time, ok bool) {
+// left the transmitter, or ok = false when bounded and the bytes already
+// queued ahead exceed the limit (the packet is then not booked). TCP books
+// unbounded: it bounds what it holds per connection instead.
+func (s *shaper) reserve(now time.Time, n int, bounded bool) (departure time.Time, ok bool) {
 	if s.rate <= 0 {
 		return now, true
 	}
 	start := now
 	if s.busy.After(now) {
 		start = s.busy
-		if s.limit > 0 {
+		if bounded && s.limit > 0 {
 			backlog := int64(s.busy.Sub(now)) * int64(s.rate) / 8 / int64(time.Second)
 			if backlog+int64(n) > int64(s.limit) {
 				return time.Time{}, false

@@ -86,6 +86,24 @@ func (d DirStats) MeanAddedDelay() time.Duration {
 	return d.AddedDelaySum / time.Duration(d.Delivered)
 }
 
+// sub is d − o for the counters (AddedDelayMax stays d's).
+func (d DirStats) sub(o DirStats) DirStats {
+	d.Packets -= o.Packets
+	d.Sent -= o.Sent
+	d.Lost -= o.Lost
+	d.QueueDrops -= o.QueueDrops
+	d.Dropped -= o.Dropped
+	d.Retransmits -= o.Retransmits
+	d.Stalled -= o.Stalled
+	d.Delivered -= o.Delivered
+	d.Delayed -= o.Delayed
+	d.BytesIn -= o.BytesIn
+	d.BytesOut -= o.BytesOut
+	d.AddedDelaySum -= o.AddedDelaySum
+	d.BadSteps -= o.BadSteps
+	return d
+}
+
 func (d *DirStats) add(o DirStats) {
 	d.Packets += o.Packets
 	d.Sent += o.Sent
@@ -110,6 +128,62 @@ type ProfileChange struct {
 	Profile string    `json:"profile"`
 	// Impaired is false when the profile is clean in both directions.
 	Impaired bool `json:"impaired"`
+	// Expected is each direction's ExpectedLoss under Profile, indexed by
+	// Direction.
+	Expected [2]float64 `json:"expected_loss"`
+	// Counters are each direction's cumulative counters at At, indexed by
+	// Direction: the difference between two changes is what one phase did.
+	Counters [2]DirStats `json:"counters"`
+}
+
+// Phase is what the link did while one profile was applied.
+type Phase struct {
+	Profile  string        `json:"profile"`
+	Impaired bool          `json:"impaired"`
+	Start    time.Time     `json:"start"`
+	Duration time.Duration `json:"duration_ns"`
+	// Expected and Counters are indexed by Direction; Counters are this
+	// phase's own (AddedDelayMax excepted: it is the maximum so far).
+	Expected [2]float64  `json:"expected_loss"`
+	Counters [2]DirStats `json:"counters"`
+}
+
+// Phases splits the counters by profile phase, the last one ending at
+// the snapshot (Stats.Taken).
+func (s Stats) Phases() []Phase {
+	out := make([]Phase, 0, len(s.Timeline))
+	for i, c := range s.Timeline {
+		end, endCounters := s.Taken, [2]DirStats{s.ToDevice, s.ToGateway}
+		if i+1 < len(s.Timeline) {
+			end, endCounters = s.Timeline[i+1].At, s.Timeline[i+1].Counters
+		}
+		ph := Phase{Profile: c.Profile, Impaired: c.Impaired, Start: c.At, Duration: end.Sub(c.At), Expected: c.Expected}
+		for d := range ph.Counters {
+			ph.Counters[d] = endCounters[d].sub(c.Counters[d])
+		}
+		out = append(out, ph)
+	}
+	return out
+}
+
+// ExpectedLoss is the loss ratio a direction should have produced over
+// the run: each phase's ExpectedLoss weighted by the transmissions made
+// in it (with one profile all along, that profile's ExpectedLoss). Compare
+// it with the direction's ProducedLoss.
+func (s Stats) ExpectedLoss(d Direction) float64 {
+	var sent, lost float64
+	for _, ph := range s.Phases() {
+		n := float64(ph.Counters[d].Sent)
+		sent += n
+		lost += n * ph.Expected[d]
+	}
+	if sent == 0 {
+		if len(s.Timeline) == 0 {
+			return 0
+		}
+		return s.Timeline[len(s.Timeline)-1].Expected[d]
+	}
+	return lost / sent
 }
 
 // Stats is a snapshot of a proxy.
@@ -118,8 +192,10 @@ type Stats struct {
 	Transport string `json:"transport"`
 	// Profile is the name of the profile applied now.
 	Profile string `json:"profile"`
-	// Start is when the proxy started listening.
+	// Start is when the proxy started listening; Taken when this snapshot
+	// was taken.
 	Start time.Time `json:"start"`
+	Taken time.Time `json:"taken"`
 	// Active is the number of open TCP connection pairs or UDP client
 	// mappings; Sessions counts all accepted so far.
 	Active   int    `json:"active"`

@@ -136,9 +136,22 @@ type tcpPair struct {
 	once    sync.Once
 }
 
-func (tp *tcpPair) abort() {
+// abort ends the pair at once: both sockets are reset (an RST, as the
+// failing side's peer would see through a real path), queued packets are
+// discarded.
+func (tp *tcpPair) abort() { tp.end(true) }
+
+// finish closes both sockets once both directions have delivered their
+// FIN; nothing is left to send.
+func (tp *tcpPair) finish() { tp.end(false) }
+
+func (tp *tcpPair) end(reset bool) {
 	tp.once.Do(func() {
 		close(tp.done)
+		if reset {
+			tp.dev.SetLinger(0)
+			tp.gw.SetLinger(0)
+		}
 		tp.dev.Close()
 		tp.gw.Close()
 	})
@@ -150,6 +163,7 @@ func (p *TCPProxy) relay(dev *net.TCPConn) {
 	d := net.Dialer{Timeout: p.cfg.DialTimeout}
 	c, err := d.DialContext(p.ctx, "tcp4", p.upstream)
 	if err != nil {
+		dev.SetLinger(0) // refused upstream: refuse the device too
 		dev.Close()
 		return
 	}
@@ -186,7 +200,7 @@ func (p *TCPProxy) relay(dev *net.TCPConn) {
 		})
 	}
 	wg.Wait()
-	tp.abort() // both directions done: close both sockets
+	tp.finish() // both directions done (or aborted already)
 	p.mu.Lock()
 	delete(p.pairs, tp)
 	p.active.Add(-1)

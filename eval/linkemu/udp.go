@@ -182,8 +182,12 @@ func (p *UDPProxy) readUpstream(s *udpSession) {
 	defer p.endSession(s)
 	buf := make([]byte, maxDatagram)
 	idle := p.cfg.UDPIdle
+	var deadline time.Time
 	for {
-		s.conn.SetReadDeadline(time.Now().Add(idle))
+		if now := time.Now(); deadline.Sub(now) < idle*3/4 { // not one timer reset per datagram
+			deadline = now.Add(idle)
+			s.conn.SetReadDeadline(deadline)
+		}
 		n, err := s.conn.Read(buf)
 		now := time.Now()
 		if err != nil {

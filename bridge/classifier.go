@@ -1,0 +1,393 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Class is a device's class as the classifier sees it.
+type Class uint8
+
+const (
+	// ClassUnknown: not enough probe data yet.
+	ClassUnknown Class = iota
+	// ClassCritical: the link is good; critical routes go on the express lane.
+	ClassCritical
+	// ClassNoncritical: the link is slow or lossy; the device gets best effort at a reduced rate.
+	ClassNoncritical
+)
+
+func (c Class) String() string {
+	switch c {
+	case ClassCritical:
+		return "CRITICAL"
+	case ClassNoncritical:
+		return "NONCRITICAL"
+	}
+	return "UNKNOWN"
+}
+
+// Label is the lower-case form used in metric labels and JSON.
+func (c Class) Label() string {
+	switch c {
+	case ClassCritical:
+		return "critical"
+	case ClassNoncritical:
+		return "noncritical"
+	}
+	return "unknown"
+}
+
+// MarshalText writes String.
+func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText reads String's forms (and Label's).
+func (c *Class) UnmarshalText(b []byte) error {
+	for _, x := range []Class{ClassUnknown, ClassCritical, ClassNoncritical} {
+		if string(b) == x.String() || string(b) == x.Label() {
+			*c = x
+			return nil
+		}
+	}
+	return fmt.Errorf("bridge: unknown class %q", b)
+}
+
+// Reading is one evaluation's input: the window's mean RTT and loss.
+type Reading struct {
+	RTT     time.Duration `json:"rtt_ns"` // mean over answered probes; 0 when none answered
+	Loss    float64       `json:"loss"`   // lost / settled, 0..1
+	Samples int           `json:"samples"`
+	Replies int           `json:"replies"`
+}
+
+// Transition is one change of a device's effective class.
+type Transition struct {
+	At     time.Time `json:"at"`
+	From   Class     `json:"from"`
+	To     Class     `json:"to"`
+	Reason string    `json:"reason"`
+}
+
+// ErrUnexpectedPong: a pong whose sequence number no pending ping has (late,
+// duplicate, or not ours). It is not counted; the caller may ignore it.
+var ErrUnexpectedPong = errors.New("probe: unexpected pong")
+
+// Classifier is one device's probe classifier (Adaptive Bridge paper): pings
+// at 5 Hz, a 50-probe window giving mean RTT and loss, evaluations at 1 Hz,
+// hysteresis over `consecutive` evaluations. It is safe for concurrent use;
+// times are passed in, so tests drive it with any clock.
+type Classifier struct {
+	mu  sync.Mutex
+	cfg ClassifierConfig
+
+	epoch   time.Time // gw_send is ns since epoch
+	nextSeq uint32
+	pending map[uint32]time.Time // unanswered pings by seq
+	window  []probeResult        // ring of settled probes
+	head    int                  // next write in window
+	full    bool
+	sent    uint64
+
+	state    Class // from readings
+	override ClassOverride
+	good     int // consecutive good readings
+	bad      int // consecutive bad readings
+	last     Reading
+	lastAt   time.Time
+	tcp      *TCPInfo
+	history  []Transition
+	total    uint64 // transitions so far
+	onChange func(Transition)
+}
+
+type probeResult struct {
+	rtt  time.Duration
+	lost bool
+}
+
+// NewClassifier returns a classifier in UNKNOWN with override auto. now is
+// the epoch of the gw_send times it writes.
+func NewClassifier(cfg ClassifierConfig, now time.Time) *Classifier {
+	return &Classifier{
+		cfg:      cfg,
+		epoch:    now,
+		pending:  map[uint32]time.Time{},
+		window:   make([]probeResult, max(cfg.Window, 1)),
+		override: OverrideAuto,
+	}
+}
+
+// OnTransition sets a function called (under no lock of the classifier's
+// caller, but with the classifier's own lock held: it must not call back)
+// for every change of the effective class.
+func (c *Classifier) OnTransition(f func(Transition)) {
+	c.mu.Lock()
+	c.onChange = f
+	c.mu.Unlock()
+}
+
+// Ping returns the next ping's payload and records it as pending.
+func (c *Classifier) Ping(now time.Time) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seq := c.nextSeq
+	c.nextSeq++
+	c.pending[seq] = now
+	c.sent++
+	// Bound pending even if Evaluate is never called: a ping older than the
+	// timeout is lost whatever happens.
+	if len(c.pending) > c.maxPending() {
+		c.expire(now)
+	}
+	p := Probe{Kind: ProbePing, Seq: seq, GwSend: uint64(now.Sub(c.epoch))}
+	return p.Append(make([]byte, 0, ProbeSize))
+}
+
+func (c *Classifier) maxPending() int {
+	n := int(c.cfg.ProbeTimeout/max(c.cfg.ProbeInterval, time.Millisecond)) + 2
+	return max(n, 4)
+}
+
+// Pong records a device's answer received at now and returns the probe's
+// RTT (device processing time excluded).
+func (c *Classifier) Pong(payload []byte, now time.Time) (time.Duration, error) {
+	p, err := DecodeProbe(payload)
+	if err != nil {
+		return 0, err
+	}
+	if p.Kind != ProbePong {
+		return 0, fmt.Errorf("%w: got a %v", ErrProbeKind, p.Kind)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sentAt, ok := c.pending[p.Seq]
+	if !ok || uint64(sentAt.Sub(c.epoch)) != p.GwSend {
+		return 0, fmt.Errorf("%w: seq %d", ErrUnexpectedPong, p.Seq)
+	}
+	delete(c.pending, p.Seq)
+	rtt := now.Sub(sentAt)
+	if rtt > c.cfg.ProbeTimeout {
+		c.settle(probeResult{lost: true})
+		return rtt, fmt.Errorf("%w: seq %d answered after the timeout (%v)", ErrUnexpectedPong, p.Seq, rtt)
+	}
+	if p.DevSend >= p.DevRecv {
+		if proc := time.Duration(p.DevSend - p.DevRecv); proc < rtt {
+			rtt -= proc
+		}
+	}
+	rtt = max(rtt, 0)
+	c.settle(probeResult{rtt: rtt})
+	return rtt, nil
+}
+
+func (c *Classifier) settle(r probeResult) {
+	c.window[c.head] = r
+	c.head++
+	if c.head == len(c.window) {
+		c.head, c.full = 0, true
+	}
+}
+
+// expire settles every ping older than the timeout as lost.
+func (c *Classifier) expire(now time.Time) {
+	for seq, at := range c.pending {
+		if now.Sub(at) > c.cfg.ProbeTimeout {
+			delete(c.pending, seq)
+			c.settle(probeResult{lost: true})
+		}
+	}
+}
+
+// ObserveTCP feeds the passive signal (classifier.tcp_info): the reading's
+// RTT becomes the larger of the probe mean and the smoothed TCP RTT, and its
+// loss the larger of probe loss and the retransmit ratio since the previous
+// observation.
+func (c *Classifier) ObserveTCP(info TCPInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tcp != nil {
+		prev := *c.tcp
+		info.retransRatio = 0
+		if out := info.SegsOut - prev.SegsOut; out > 0 && info.TotalRetrans >= prev.TotalRetrans {
+			info.retransRatio = float64(info.TotalRetrans-prev.TotalRetrans) / float64(out)
+		}
+	}
+	c.tcp = &info
+}
+
+// Evaluate settles timed-out pings, computes the window's reading and
+// applies it (Observe). Call it every evaluation_interval.
+func (c *Classifier) Evaluate(now time.Time) Reading {
+	c.mu.Lock()
+	c.expire(now)
+	r := c.readingLocked()
+	c.mu.Unlock()
+	c.Observe(r, now)
+	return r
+}
+
+func (c *Classifier) readingLocked() Reading {
+	n := c.head
+	if c.full {
+		n = len(c.window)
+	}
+	var r Reading
+	var sum time.Duration
+	lost := 0
+	for _, p := range c.window[:n] {
+		if p.lost {
+			lost++
+			continue
+		}
+		sum += p.rtt
+		r.Replies++
+	}
+	r.Samples = n
+	if r.Replies > 0 {
+		r.RTT = sum / time.Duration(r.Replies)
+	}
+	if n > 0 {
+		r.Loss = float64(lost) / float64(n)
+	}
+	if c.cfg.TCPInfo && c.tcp != nil {
+		r.RTT = max(r.RTT, c.tcp.RTT)
+		r.Loss = max(r.Loss, c.tcp.retransRatio)
+	}
+	return r
+}
+
+// Observe applies one reading with the paper's hysteresis: a bad reading
+// (RTT > demote_rtt or loss > demote_loss, or no reply at all) and a good one
+// (RTT < promote_rtt and loss < promote_loss) each count up their own
+// counter and reset the other; a reading in between resets both and leaves
+// the state; `consecutive` bad readings demote, `consecutive` good ones
+// promote. From UNKNOWN, `consecutive` good readings give CRITICAL and bad
+// ones NONCRITICAL. A reading with fewer than min_samples settled probes
+// changes nothing and resets the counters.
+func (c *Classifier) Observe(r Reading, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last, c.lastAt = r, now
+	if r.Samples < c.cfg.MinSamples {
+		c.good, c.bad = 0, 0
+		return
+	}
+	bad := r.Replies == 0 || r.RTT > c.cfg.DemoteRTT || r.Loss > c.cfg.DemoteLoss
+	good := r.Replies > 0 && r.RTT < c.cfg.PromoteRTT && r.Loss < c.cfg.PromoteLoss
+	switch {
+	case bad:
+		c.bad++
+		c.good = 0
+	case good:
+		c.good++
+		c.bad = 0
+	default:
+		c.good, c.bad = 0, 0
+		return
+	}
+	n := c.cfg.Consecutive
+	switch {
+	case c.bad >= n && c.state != ClassNoncritical:
+		reason := fmt.Sprintf("rtt %v loss %.2f%% above %v / %.2f%% for %d evaluations",
+			r.RTT.Round(time.Microsecond), 100*r.Loss, c.cfg.DemoteRTT, 100*c.cfg.DemoteLoss, n)
+		c.setStateLocked(ClassNoncritical, now, reason)
+	case c.good >= n && c.state != ClassCritical:
+		reason := fmt.Sprintf("rtt %v loss %.2f%% below %v / %.2f%% for %d evaluations",
+			r.RTT.Round(time.Microsecond), 100*r.Loss, c.cfg.PromoteRTT, 100*c.cfg.PromoteLoss, n)
+		c.setStateLocked(ClassCritical, now, reason)
+	default:
+		return
+	}
+	c.good, c.bad = 0, 0
+}
+
+func (c *Classifier) setStateLocked(s Class, now time.Time, reason string) {
+	before := c.effectiveLocked()
+	c.state = s
+	c.record(before, now, reason)
+}
+
+// record notes a transition when the effective class changed.
+func (c *Classifier) record(before Class, now time.Time, reason string) {
+	after := c.effectiveLocked()
+	if after == before {
+		return
+	}
+	t := Transition{At: now, From: before, To: after, Reason: reason}
+	c.total++
+	if c.cfg.History > 0 {
+		if len(c.history) == c.cfg.History {
+			copy(c.history, c.history[1:])
+			c.history = c.history[:len(c.history)-1]
+		}
+		c.history = append(c.history, t)
+	}
+	if c.onChange != nil {
+		c.onChange(t)
+	}
+}
+
+// SetOverride pins the effective class (critical, noncritical) or returns
+// it to the classifier (auto). The change is recorded as a transition when
+// the effective class changes.
+func (c *Classifier) SetOverride(o ClassOverride, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o == "" {
+		o = OverrideAuto
+	}
+	before := c.effectiveLocked()
+	c.override = o
+	c.record(before, now, "override "+string(o))
+}
+
+// Class is the effective class the policy uses: the override when set,
+// else the state, with UNKNOWN handled as CRITICAL unless
+// allow_unknown_state.
+func (c *Classifier) Class() Class {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.effectiveLocked()
+}
+
+func (c *Classifier) effectiveLocked() Class {
+	switch c.override {
+	case OverrideCritical:
+		return ClassCritical
+	case OverrideNoncritical:
+		return ClassNoncritical
+	}
+	if c.state == ClassUnknown && !c.cfg.AllowUnknownState {
+		return ClassCritical
+	}
+	return c.state
+}
+
+// ClassifierStatus is a snapshot for status and metrics.
+type ClassifierStatus struct {
+	State       Class         `json:"state"` // from readings, before override
+	Class       Class         `json:"class"` // effective
+	Override    ClassOverride `json:"override"`
+	Reading     Reading       `json:"reading"`
+	ReadingAt   time.Time     `json:"reading_at"`
+	Good        int           `json:"consecutive_good"`
+	Bad         int           `json:"consecutive_bad"`
+	ProbesSent  uint64        `json:"probes_sent"`
+	Pending     int           `json:"probes_pending"`
+	Transitions uint64        `json:"transitions_total"`
+	History     []Transition  `json:"transitions"`
+}
+
+// Status returns a snapshot.
+func (c *Classifier) Status() ClassifierStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return ClassifierStatus{
+		State: c.state, Class: c.effectiveLocked(), Override: c.override,
+		Reading: c.last, ReadingAt: c.lastAt, Good: c.good, Bad: c.bad,
+		ProbesSent: c.sent, Pending: len(c.pending), Transitions: c.total,
+		History: append([]Transition(nil), c.history...),
+	}
+}

@@ -1,0 +1,509 @@
+package bridge
+
+import (
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/picobridge/picobridge/knobs"
+)
+
+// DefaultYAML is the embedded default configuration (bridge/default.yaml);
+// docs/bridge.md pastes it verbatim.
+//
+//go:embed default.yaml
+var DefaultYAML []byte
+
+// DefaultFile is the name the embedded default carries in messages.
+const DefaultFile = "<default>"
+
+// Config is the whole gateway configuration. Obtain one with DefaultConfig
+// or LoadConfig; command-line flags may then set fields directly (or through
+// Override) before Validate. Field comments give units; default.yaml gives
+// the defaults and their sources.
+type Config struct {
+	Zenoh      ZenohConfig      `yaml:"zenoh"`
+	DDS        DDSConfig        `yaml:"dds"`
+	Routes     RoutesConfig     `yaml:"routes"`
+	Devices    DevicesConfig    `yaml:"devices"`
+	Classifier ClassifierConfig `yaml:"classifier"`
+	Policy     PolicyConfig     `yaml:"policy"`
+	Supervisor SupervisorConfig `yaml:"supervisor"`
+	Metrics    MetricsConfig    `yaml:"metrics"`
+
+	// File is the path the configuration was loaded from (DefaultFile for
+	// the embedded default); messages name it.
+	File string `yaml:"-"`
+	// pos records where each dotted key was set, for messages.
+	pos map[string]position
+}
+
+// ZenohConfig is the Zenoh side (zenohd / zenoh-bridge-ros2dds flags -m -i -l -e).
+type ZenohConfig struct {
+	Mode    Mode     `yaml:"mode"`
+	ID      string   `yaml:"id"`      // hex zid, 1..16 bytes; empty: random
+	Listen  []string `yaml:"listen"`  // endpoints <proto>/<address>
+	Connect []string `yaml:"connect"` // upstream endpoints
+}
+
+// DDSConfig is the ROS 2 side (zenoh-bridge-ros2dds -d, -n).
+type DDSConfig struct {
+	Domain    int    `yaml:"domain"`    // ROS_DOMAIN_ID, 0..232
+	Namespace string `yaml:"namespace"` // "/" or "/a/b"
+	Nodename  string `yaml:"nodename"`
+}
+
+// RoutesConfig selects bridged topics and their criticality.
+type RoutesConfig struct {
+	AutoBridge         bool        `yaml:"auto_bridge"`
+	Allow              []Pattern   `yaml:"allow"`
+	Deny               []Pattern   `yaml:"deny"`
+	Critical           []Pattern   `yaml:"critical"`
+	DefaultCriticality Criticality `yaml:"default_criticality"`
+	KeyStyle           KeyStyle    `yaml:"key_style"`
+}
+
+// DevicesConfig maps device identities to knob profiles.
+type DevicesConfig struct {
+	Default DeviceProfile  `yaml:"default"`
+	List    []DeviceConfig `yaml:"list"`
+}
+
+// DeviceProfile names the knob profile of a device (docs/knobs.md).
+type DeviceProfile struct {
+	Platform string            `yaml:"platform"`
+	Board    string            `yaml:"board"`     // name, alias or path of a board TOML file
+	Env      map[string]string `yaml:"env"`       // env rung: NROS_* / ZPICO_* / CONFIG_NROS_* = value
+	EnvFiles []string          `yaml:"env_files"` // KEY=VALUE or Kconfig files, later wins
+}
+
+// DeviceConfig is one known device.
+type DeviceConfig struct {
+	// Name is the device's name in metrics and status, and the name its probe
+	// responder announces (docs/probe.md); required, [A-Za-z0-9_.-]{1,64}.
+	Name string `yaml:"name"`
+	// ZID is the device's Zenoh id in hex; optional when the device is
+	// recognised by its announced name.
+	ZID           string `yaml:"zid"`
+	DeviceProfile `yaml:",inline"`
+	// Class overrides the classifier: auto (default), critical or noncritical.
+	Class ClassOverride `yaml:"class"`
+	// RateHz and NoncriticalRateHz replace policy.batched.rate_hz and
+	// noncritical_rate_hz for this device (samples/s per key); 0: the policy's.
+	RateHz            float64 `yaml:"rate_hz"`
+	NoncriticalRateHz float64 `yaml:"noncritical_rate_hz"`
+}
+
+// ClassifierConfig holds the probe classifier's parameters (Adaptive Bridge
+// paper: 5 Hz probes, 50-sample window, 1 Hz evaluations, demote above 50 ms
+// or 1.5 % loss, promote below 35 ms and 0.5 %, 3 consecutive evaluations).
+type ClassifierConfig struct {
+	Enabled            bool          `yaml:"enabled"`
+	ProbeInterval      time.Duration `yaml:"probe_interval"`
+	ProbeTimeout       time.Duration `yaml:"probe_timeout"`
+	Window             int           `yaml:"window"`      // probes
+	MinSamples         int           `yaml:"min_samples"` // settled probes
+	EvaluationInterval time.Duration `yaml:"evaluation_interval"`
+	DemoteRTT          time.Duration `yaml:"demote_rtt"`
+	DemoteLoss         float64       `yaml:"demote_loss"` // ratio 0..1
+	PromoteRTT         time.Duration `yaml:"promote_rtt"`
+	PromoteLoss        float64       `yaml:"promote_loss"` // ratio 0..1
+	Consecutive        int           `yaml:"consecutive"`  // evaluations
+	AllowUnknownState  bool          `yaml:"allow_unknown_state"`
+	TCPInfo            bool          `yaml:"tcp_info"`
+	History            int           `yaml:"history"` // transitions kept per device
+}
+
+// PolicyConfig holds the lanes' parameters.
+type PolicyConfig struct {
+	DemoteCriticalRoutes bool          `yaml:"demote_critical_routes"`
+	Express              ExpressConfig `yaml:"express"`
+	Batched              BatchedConfig `yaml:"batched"`
+}
+
+// ExpressConfig bounds the express lane.
+type ExpressConfig struct {
+	MaxKeys int `yaml:"max_keys"`
+}
+
+// BatchedConfig shapes the batched lane.
+type BatchedConfig struct {
+	RateHz            float64       `yaml:"rate_hz"`             // samples/s per device and key, NORMAL
+	NoncriticalRateHz float64       `yaml:"noncritical_rate_hz"` // samples/s for a NONCRITICAL or UNKNOWN device
+	Burst             int           `yaml:"burst"`               // token bucket depth, samples
+	StaleAfter        time.Duration `yaml:"stale_after"`
+	History           int           `yaml:"history"` // samples kept per key between flushes
+	MaxKeys           int           `yaml:"max_keys"`
+}
+
+// SupervisorConfig holds the supervisor's limits.
+type SupervisorConfig struct {
+	EvaluationInterval time.Duration `yaml:"evaluation_interval"`
+	Degraded           Limits        `yaml:"degraded"`
+	Emergency          Limits        `yaml:"emergency"`
+	Recover            RecoverLimits `yaml:"recover"`
+}
+
+// Limits are the readings at which the supervisor enters a mode (any one suffices).
+type Limits struct {
+	QueueOccupancy float64       `yaml:"queue_occupancy"` // ratio 0..1 of the fullest device lane
+	Lag            time.Duration `yaml:"lag"`             // age of the oldest pending sample
+	Errors         int           `yaml:"errors"`          // sink errors per evaluation
+}
+
+// RecoverLimits are the readings below which the supervisor steps down a mode.
+type RecoverLimits struct {
+	Limits      `yaml:",inline"`
+	Evaluations int `yaml:"evaluations"`
+}
+
+// MetricsConfig configures /metrics, /devicez and /healthz.
+type MetricsConfig struct {
+	Listen     string `yaml:"listen"` // host:port; empty: off
+	MaxDevices int    `yaml:"max_devices"`
+}
+
+// enum is implemented by the string types whose values are a closed set.
+type enum interface{ allowed() []string }
+
+// Mode is the Zenoh session mode.
+type Mode string
+
+const (
+	ModeRouter Mode = "router"
+	ModePeer   Mode = "peer"
+	ModeClient Mode = "client"
+)
+
+func (Mode) allowed() []string { return []string{"router", "peer", "client"} }
+
+// KeyStyle is how a ROS topic name becomes a Zenoh key expression.
+type KeyStyle string
+
+const (
+	// KeyPlain is zenoh-bridge-ros2dds's: <namespace>/<topic> without the leading slash.
+	KeyPlain KeyStyle = "plain"
+	// KeyRmwZenoh is rmw_zenoh's: <domain>/<topic>/<dds type>/<type hash>.
+	KeyRmwZenoh KeyStyle = "rmw_zenoh"
+)
+
+func (KeyStyle) allowed() []string { return []string{"plain", "rmw_zenoh"} }
+
+// Criticality is a route's.
+type Criticality string
+
+const (
+	Critical    Criticality = "critical"
+	Noncritical Criticality = "noncritical"
+)
+
+func (Criticality) allowed() []string { return []string{"critical", "noncritical"} }
+
+// ClassOverride is a device's manual class setting.
+type ClassOverride string
+
+const (
+	OverrideAuto        ClassOverride = "auto"
+	OverrideCritical    ClassOverride = "critical"
+	OverrideNoncritical ClassOverride = "noncritical"
+)
+
+func (ClassOverride) allowed() []string { return []string{"auto", "critical", "noncritical"} }
+
+// Pattern is a regular expression over ROS names that must match the whole
+// name (as zenoh-bridge-ros2dds allow/deny).
+type Pattern struct {
+	re  *regexp.Regexp
+	src string
+}
+
+// NewPattern compiles src anchored at both ends.
+func NewPattern(src string) (Pattern, error) {
+	re, err := regexp.Compile("^(?:" + src + ")$")
+	if err != nil {
+		return Pattern{}, err
+	}
+	return Pattern{re: re, src: src}, nil
+}
+
+// MustPattern is NewPattern for constants; it panics on a bad expression.
+func MustPattern(src string) Pattern {
+	p, err := NewPattern(src)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// Match reports whether the whole name matches.
+func (p Pattern) Match(name string) bool { return p.re != nil && p.re.MatchString(name) }
+
+// String is the expression as written.
+func (p Pattern) String() string { return p.src }
+
+// MarshalText writes the expression as written.
+func (p Pattern) MarshalText() ([]byte, error) { return []byte(p.src), nil }
+
+// DefaultConfig is the embedded default (bridge/default.yaml).
+func DefaultConfig() *Config {
+	c, err := decodeConfig(DefaultFile, DefaultYAML, nil)
+	if err != nil {
+		panic("bridge: embedded default.yaml: " + err.Error())
+	}
+	return c
+}
+
+// LoadConfig reads the YAML file at path over the embedded default and
+// validates the result. Every problem (syntax, unknown key, wrong type, bad
+// value) comes back at once in a *knobs.ConfigError whose lines read
+// `file:line:col: key: reason (allowed: ...)`.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &knobs.ConfigError{Problems: []*knobs.Problem{{File: path, Msg: err.Error(), Err: knobs.ErrSyntax}}}
+	}
+	return ParseConfig(path, data)
+}
+
+// ParseConfig is LoadConfig over bytes; file names them in messages.
+func ParseConfig(file string, data []byte) (*Config, error) {
+	c, err := decodeConfig(file, data, DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Override sets the value at a dotted key (as in messages: "zenoh.listen",
+// "policy.batched.rate_hz", "devices.list") from a YAML value, the way
+// zenohd's --cfg KEY:VALUE does; the lead's flags (-l, -e, -m, --domain,
+// -n) may use it or set fields directly. Call Validate afterwards.
+func (c *Config) Override(key, yamlValue string) error {
+	return c.override("", key, yamlValue)
+}
+
+// OverrideFrom is Override with the source of the value (a flag such as
+// "--listen" or "-d"), which then prefixes its problems in Validate:
+// `--domain: dds.domain: must be in 0..232 (got 300)`.
+func (c *Config) OverrideFrom(source, key, yamlValue string) error {
+	return c.override(source, key, yamlValue)
+}
+
+// Validate checks ranges and cross-field rules. Problems name the position
+// where the key was set when it came from a file, and only the key when a
+// flag set it.
+func (c *Config) Validate() error {
+	var ps problemList
+	at := func(key string, format string, args ...any) {
+		p := c.pos[key] // zero when a flag or code set it: the key alone
+		ps = append(ps, &knobs.Problem{File: p.file, Line: p.line, Col: p.col, Key: key, Msg: fmt.Sprintf(format, args...), Err: knobs.ErrRange})
+	}
+	if c.Zenoh.ID != "" {
+		if b, err := hex.DecodeString(c.Zenoh.ID); err != nil || len(b) == 0 || len(b) > 16 {
+			at("zenoh.id", "want 1..16 bytes in hex (got %q)", c.Zenoh.ID)
+		}
+	}
+	checkEndpoints := func(key string, eps []string) {
+		for i, e := range eps {
+			if err := checkEndpoint(e); err != nil {
+				at(fmt.Sprintf("%s[%d]", key, i), "%v (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>, quic/<host>:<port>)", err)
+			}
+		}
+	}
+	checkEndpoints("zenoh.listen", c.Zenoh.Listen)
+	checkEndpoints("zenoh.connect", c.Zenoh.Connect)
+	if c.Zenoh.Mode == ModeClient && len(c.Zenoh.Connect) == 0 {
+		at("zenoh.connect", "client mode needs at least one endpoint")
+	}
+	if c.DDS.Domain < 0 || c.DDS.Domain > 232 {
+		at("dds.domain", "must be in 0..232 (got %d)", c.DDS.Domain)
+	}
+	if !validNamespace(c.DDS.Namespace) {
+		at("dds.namespace", "want \"/\" or /name[/name...] (got %q)", c.DDS.Namespace)
+	}
+	if !validDeviceName(c.DDS.Nodename) {
+		at("dds.nodename", "want [A-Za-z0-9_.-]{1,64} (got %q)", c.DDS.Nodename)
+	}
+	names := map[string]string{}
+	zids := map[string]string{}
+	for i, d := range c.Devices.List {
+		k := fmt.Sprintf("devices.list[%d]", i)
+		if !validDeviceName(d.Name) {
+			at(k+".name", "want [A-Za-z0-9_.-]{1,64} (got %q)", d.Name)
+		} else if prev, dup := names[d.Name]; dup {
+			at(k+".name", "%q already names %s", d.Name, prev)
+		} else {
+			names[d.Name] = k
+		}
+		if d.RateHz < 0 {
+			at(k+".rate_hz", "must be ≥ 0 (got %v)", d.RateHz)
+		}
+		if d.NoncriticalRateHz < 0 {
+			at(k+".noncritical_rate_hz", "must be ≥ 0 (got %v)", d.NoncriticalRateHz)
+		}
+		if d.ZID != "" {
+			z := strings.ToLower(d.ZID)
+			if b, err := hex.DecodeString(z); err != nil || len(b) == 0 || len(b) > 16 {
+				at(k+".zid", "want 1..16 bytes in hex (got %q)", d.ZID)
+			} else if prev, dup := zids[z]; dup {
+				at(k+".zid", "%s already names %s", d.ZID, prev)
+			} else {
+				zids[z] = k
+			}
+		}
+	}
+	cl := &c.Classifier
+	positive := func(key string, d time.Duration) {
+		if d <= 0 {
+			at(key, "must be > 0 (got %v)", d)
+		}
+	}
+	ratio := func(key string, v float64) {
+		if v < 0 || v > 1 {
+			at(key, "must be a ratio in 0..1 (got %v)", v)
+		}
+	}
+	atLeast := func(key string, v, lo int) {
+		if v < lo {
+			at(key, "must be ≥ %d (got %d)", lo, v)
+		}
+	}
+	positive("classifier.probe_interval", cl.ProbeInterval)
+	positive("classifier.probe_timeout", cl.ProbeTimeout)
+	positive("classifier.evaluation_interval", cl.EvaluationInterval)
+	positive("classifier.demote_rtt", cl.DemoteRTT)
+	positive("classifier.promote_rtt", cl.PromoteRTT)
+	ratio("classifier.demote_loss", cl.DemoteLoss)
+	ratio("classifier.promote_loss", cl.PromoteLoss)
+	atLeast("classifier.window", cl.Window, 1)
+	atLeast("classifier.consecutive", cl.Consecutive, 1)
+	atLeast("classifier.history", cl.History, 0)
+	if cl.MinSamples < 1 || cl.MinSamples > cl.Window {
+		at("classifier.min_samples", "must be in 1..window (%d) (got %d)", cl.Window, cl.MinSamples)
+	}
+	if cl.PromoteRTT > cl.DemoteRTT {
+		at("classifier.promote_rtt", "must be ≤ demote_rtt (%v) (got %v)", cl.DemoteRTT, cl.PromoteRTT)
+	}
+	if cl.PromoteLoss > cl.DemoteLoss {
+		at("classifier.promote_loss", "must be ≤ demote_loss (%v) (got %v)", cl.DemoteLoss, cl.PromoteLoss)
+	}
+	p := &c.Policy
+	atLeast("policy.express.max_keys", p.Express.MaxKeys, 1)
+	if p.Batched.RateHz <= 0 {
+		at("policy.batched.rate_hz", "must be > 0 (got %v)", p.Batched.RateHz)
+	}
+	if p.Batched.NoncriticalRateHz <= 0 {
+		at("policy.batched.noncritical_rate_hz", "must be > 0 (got %v)", p.Batched.NoncriticalRateHz)
+	}
+	atLeast("policy.batched.burst", p.Batched.Burst, 1)
+	atLeast("policy.batched.history", p.Batched.History, 1)
+	atLeast("policy.batched.max_keys", p.Batched.MaxKeys, 1)
+	positive("policy.batched.stale_after", p.Batched.StaleAfter)
+	s := &c.Supervisor
+	positive("supervisor.evaluation_interval", s.EvaluationInterval)
+	for _, l := range []struct {
+		key string
+		l   Limits
+	}{{"supervisor.degraded", s.Degraded}, {"supervisor.emergency", s.Emergency}, {"supervisor.recover", s.Recover.Limits}} {
+		ratio(l.key+".queue_occupancy", l.l.QueueOccupancy)
+		if l.l.Lag < 0 {
+			at(l.key+".lag", "must be ≥ 0 (got %v)", l.l.Lag)
+		}
+		atLeast(l.key+".errors", l.l.Errors, 0)
+	}
+	if s.Degraded.QueueOccupancy > s.Emergency.QueueOccupancy {
+		at("supervisor.degraded.queue_occupancy", "must be ≤ emergency.queue_occupancy (%v)", s.Emergency.QueueOccupancy)
+	}
+	if s.Recover.QueueOccupancy > s.Degraded.QueueOccupancy {
+		at("supervisor.recover.queue_occupancy", "must be ≤ degraded.queue_occupancy (%v)", s.Degraded.QueueOccupancy)
+	}
+	if s.Recover.Lag > s.Degraded.Lag {
+		at("supervisor.recover.lag", "must be ≤ degraded.lag (%v)", s.Degraded.Lag)
+	}
+	if s.Recover.Errors > s.Degraded.Errors {
+		at("supervisor.recover.errors", "must be ≤ degraded.errors (%d)", s.Degraded.Errors)
+	}
+	atLeast("supervisor.recover.evaluations", s.Recover.Evaluations, 1)
+	if c.Metrics.Listen != "" {
+		if _, port, ok := strings.Cut(c.Metrics.Listen, ":"); !ok || port == "" {
+			at("metrics.listen", "want host:port or empty (got %q)", c.Metrics.Listen)
+		}
+	}
+	atLeast("metrics.max_devices", c.Metrics.MaxDevices, 1)
+	return ps.err()
+}
+
+// Device returns the configured device with that name, or nil.
+func (c *Config) Device(name string) *DeviceConfig {
+	for i := range c.Devices.List {
+		if c.Devices.List[i].Name == name {
+			return &c.Devices.List[i]
+		}
+	}
+	return nil
+}
+
+// ResolveProfile resolves a device's knob profile through the ladder
+// (builtin < platform < board < env) with catalog (firmware.Catalog()) and
+// returns the capacity model the device's lanes use. Env values named in the
+// configuration carry the configuration file as their source.
+func (c *Config) ResolveProfile(cat *knobs.Catalog, p DeviceProfile) (*knobs.Resolved, knobs.Capacity, error) {
+	env := &knobs.Env{}
+	for _, f := range p.EnvFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, knobs.Capacity{}, &knobs.ConfigError{Problems: []*knobs.Problem{{File: f, Msg: err.Error(), Err: knobs.ErrSyntax}}}
+		}
+		e, err := knobs.ParseEnvFile(f, data)
+		if err != nil {
+			return nil, knobs.Capacity{}, err
+		}
+		env.Add(e)
+	}
+	for _, k := range sortedKeys(p.Env) {
+		env.Vars = append(env.Vars, knobs.EnvVar{Name: k, Value: p.Env[k], File: c.File})
+	}
+	r, err := cat.Resolve(knobs.Options{Platform: p.Platform, Board: p.Board, Env: env})
+	if err != nil {
+		return nil, knobs.Capacity{}, err
+	}
+	return r, knobs.CapacityOf(r), nil
+}
+
+func checkEndpoint(e string) error {
+	proto, addr, ok := strings.Cut(e, "/")
+	if !ok || addr == "" {
+		return fmt.Errorf("want <proto>/<address> (got %q)", e)
+	}
+	switch proto {
+	case "tcp", "udp", "tls", "quic":
+	default:
+		return fmt.Errorf("unknown protocol %q", proto)
+	}
+	addr, _, _ = strings.Cut(addr, "#") // endpoint config suffix
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 || i == len(addr)-1 {
+		return fmt.Errorf("want <host>:<port> after %s/ (got %q)", proto, addr)
+	}
+	for _, r := range addr[i+1:] {
+		if r < '0' || r > '9' {
+			return fmt.Errorf("port %q is not a number", addr[i+1:])
+		}
+	}
+	return nil
+}
+
+var (
+	deviceNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+	namespaceRE  = regexp.MustCompile(`^(/|(/[A-Za-z_][A-Za-z0-9_]*)+)$`)
+)
+
+func validDeviceName(s string) bool { return deviceNameRE.MatchString(s) }
+func validNamespace(s string) bool  { return namespaceRE.MatchString(s) }

@@ -1,0 +1,396 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/picobridge/picobridge/knobs"
+)
+
+// position is where a key's value was written.
+type position struct {
+	file      string
+	line, col int
+}
+
+type problemList []*knobs.Problem
+
+func (ps problemList) err() error {
+	if len(ps) == 0 {
+		return nil
+	}
+	return &knobs.ConfigError{Problems: ps}
+}
+
+// decoder walks a yaml.Node tree into a Go value by reflection, strictly:
+// unknown keys, duplicate keys, wrong kinds and values outside an enum are
+// problems, and all problems are collected.
+type decoder struct {
+	file    string
+	noLines bool // an override: positions in the value text mean nothing
+	ps      problemList
+	pos     map[string]position
+}
+
+func (d *decoder) problem(n *yaml.Node, key string, sentinel error, format string, args ...any) {
+	p := &knobs.Problem{File: d.file, Key: key, Msg: fmt.Sprintf(format, args...), Err: sentinel}
+	if n != nil && !d.noLines {
+		p.Line, p.Col = n.Line, n.Column
+	}
+	d.ps = append(d.ps, p)
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// decodeConfig decodes data over a copy of base (nil: zero Config).
+func decodeConfig(file string, data []byte, base *Config) (*Config, error) {
+	c := &Config{}
+	if base != nil {
+		c = base.clone()
+	}
+	c.File = file
+	if c.pos == nil {
+		c.pos = map[string]position{}
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		p := &knobs.Problem{File: file, Msg: err.Error(), Err: knobs.ErrSyntax}
+		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+			p.Line, _ = strconv.Atoi(m[1])
+			p.Msg = m[2]
+		}
+		return nil, &knobs.ConfigError{Problems: []*knobs.Problem{p}}
+	}
+	d := &decoder{file: file, pos: c.pos}
+	if len(root.Content) > 0 {
+		n := root.Content[0]
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return c, nil
+		}
+		d.value(n, reflect.ValueOf(c).Elem(), "")
+	}
+	if err := d.ps.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// clone deep-copies the slices and maps a decode may replace.
+func (c *Config) clone() *Config {
+	n := *c
+	n.Zenoh.Listen = slices.Clone(c.Zenoh.Listen)
+	n.Zenoh.Connect = slices.Clone(c.Zenoh.Connect)
+	n.Routes.Allow = slices.Clone(c.Routes.Allow)
+	n.Routes.Deny = slices.Clone(c.Routes.Deny)
+	n.Routes.Critical = slices.Clone(c.Routes.Critical)
+	n.Devices.Default = c.Devices.Default.clone()
+	n.Devices.List = make([]DeviceConfig, len(c.Devices.List))
+	for i, dc := range c.Devices.List {
+		dc.DeviceProfile = dc.DeviceProfile.clone()
+		n.Devices.List[i] = dc
+	}
+	n.pos = make(map[string]position, len(c.pos))
+	for k, v := range c.pos {
+		n.pos[k] = v
+	}
+	return &n
+}
+
+func (p DeviceProfile) clone() DeviceProfile {
+	q := p
+	q.EnvFiles = slices.Clone(p.EnvFiles)
+	if p.Env != nil {
+		q.Env = make(map[string]string, len(p.Env))
+		for k, v := range p.Env {
+			q.Env[k] = v
+		}
+	}
+	return q
+}
+
+func (c *Config) override(source, key, yamlValue string) error {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(yamlValue), &root); err != nil || len(root.Content) == 0 {
+		msg := "empty value"
+		if err != nil {
+			msg = err.Error()
+		}
+		return &knobs.ConfigError{Problems: []*knobs.Problem{{File: source, Key: key, Msg: msg, Err: knobs.ErrSyntax}}}
+	}
+	v := reflect.ValueOf(c).Elem()
+	for i, part := range strings.Split(key, ".") {
+		f, ok := fieldByName(v, part)
+		if !ok {
+			prefix := strings.Join(strings.Split(key, ".")[:i], ".")
+			return &knobs.ConfigError{Problems: []*knobs.Problem{{File: source, Key: key, Err: knobs.ErrUnknownKey,
+				Msg: fmt.Sprintf("unknown key %q%s (allowed: %s)", part, inWhat(prefix), strings.Join(fieldNames(v.Type()), ", "))}}}
+		}
+		v = f
+	}
+	if c.pos == nil {
+		c.pos = map[string]position{}
+	}
+	for k := range c.pos {
+		if k == key || strings.HasPrefix(k, key+".") || strings.HasPrefix(k, key+"[") {
+			delete(c.pos, k)
+		}
+	}
+	d := &decoder{file: source, pos: c.pos, noLines: true}
+	d.value(root.Content[0], v, key)
+	return d.ps.err()
+}
+
+func inWhat(prefix string) string {
+	if prefix == "" {
+		return ""
+	}
+	return " in " + prefix
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+var patternType = reflect.TypeFor[Pattern]()
+
+func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if d.pos != nil && path != "" && d.file != "" {
+		d.pos[path] = position{file: d.file, line: n.Line, col: n.Column}
+		if d.noLines {
+			d.pos[path] = position{file: d.file}
+		}
+	}
+	isNull := n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+	t := v.Type()
+	switch {
+	case t == durationType:
+		s, ok := d.scalar(n, path, "a duration with a unit (200ms, 1s)")
+		if !ok {
+			return
+		}
+		dur, err := time.ParseDuration(s)
+		if err != nil {
+			d.problem(n, path, knobs.ErrBadValue, "cannot parse %q as a duration (want a number with a unit: ns, us, ms, s, m, h)", s)
+			return
+		}
+		v.SetInt(int64(dur))
+		return
+	case t == patternType:
+		s, ok := d.scalar(n, path, "a regular expression")
+		if !ok {
+			return
+		}
+		p, err := NewPattern(s)
+		if err != nil {
+			msg := err.Error()
+			var se *syntax.Error
+			if errors.As(err, &se) {
+				msg = string(se.Code)
+			}
+			d.problem(n, path, knobs.ErrBadValue, "bad regular expression: %s", msg)
+			return
+		}
+		v.Set(reflect.ValueOf(p))
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			d.problem(n, path, knobs.ErrType, "want a mapping with keys %s (got %s)", strings.Join(fieldNames(t), ", "), kindName(n))
+			return
+		}
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			kn, vn := n.Content[i], n.Content[i+1]
+			name := kn.Value
+			kp := join(path, name)
+			if seen[name] {
+				d.problem(kn, kp, knobs.ErrSyntax, "duplicate key")
+				continue
+			}
+			seen[name] = true
+			f, ok := fieldByName(v, name)
+			if !ok {
+				d.problem(kn, kp, knobs.ErrUnknownKey, "unknown key%s (allowed: %s)", inWhat(path), strings.Join(fieldNames(t), ", "))
+				continue
+			}
+			d.value(vn, f, kp)
+		}
+	case reflect.Slice:
+		if isNull {
+			v.Set(reflect.MakeSlice(t, 0, 0))
+			return
+		}
+		if n.Kind != yaml.SequenceNode {
+			d.problem(n, path, knobs.ErrType, "want a list (got %s)", kindName(n))
+			return
+		}
+		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
+		for i, e := range n.Content {
+			d.value(e, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		v.Set(s)
+	case reflect.Map:
+		if isNull {
+			v.Set(reflect.MakeMap(t))
+			return
+		}
+		if n.Kind != yaml.MappingNode {
+			d.problem(n, path, knobs.ErrType, "want a mapping (got %s)", kindName(n))
+			return
+		}
+		m := reflect.MakeMap(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			kn, vn := n.Content[i], n.Content[i+1]
+			ev := reflect.New(t.Elem()).Elem()
+			d.value(vn, ev, join(path, kn.Value))
+			m.SetMapIndex(reflect.ValueOf(kn.Value), ev)
+		}
+		v.Set(m)
+	case reflect.String:
+		if n.Kind == yaml.ScalarNode && isNull && t.Kind() == reflect.String && !isEnum(v) {
+			v.SetString("")
+			return
+		}
+		s, ok := d.scalar(n, path, "a string")
+		if !ok {
+			return
+		}
+		if e, ok := v.Interface().(enum); ok && !slices.Contains(e.allowed(), s) {
+			d.problem(n, path, knobs.ErrBadValue, "unknown value %q (allowed: %s)", s, strings.Join(e.allowed(), ", "))
+			return
+		}
+		v.SetString(s)
+	case reflect.Bool:
+		s, ok := d.scalar(n, path, "true or false")
+		if !ok {
+			return
+		}
+		if n.Tag != "!!bool" {
+			d.problem(n, path, knobs.ErrType, "want true or false (got %q)", s)
+			return
+		}
+		b, _ := strconv.ParseBool(strings.ToLower(s))
+		v.SetBool(b)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		s, ok := d.scalar(n, path, "an integer")
+		if !ok {
+			return
+		}
+		i, err := strconv.ParseInt(s, 0, 64)
+		if err != nil || n.Tag != "!!int" {
+			d.problem(n, path, knobs.ErrType, "want an integer (got %q)", s)
+			return
+		}
+		v.SetInt(i)
+	case reflect.Float64:
+		s, ok := d.scalar(n, path, "a number")
+		if !ok {
+			return
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || (n.Tag != "!!int" && n.Tag != "!!float") {
+			d.problem(n, path, knobs.ErrType, "want a number (got %q)", s)
+			return
+		}
+		v.SetFloat(f)
+	default:
+		panic("bridge: config field of unsupported kind " + t.String())
+	}
+}
+
+func isEnum(v reflect.Value) bool { _, ok := v.Interface().(enum); return ok }
+
+// scalar returns a scalar's text, or reports that want was expected.
+func (d *decoder) scalar(n *yaml.Node, path, want string) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		d.problem(n, path, knobs.ErrType, "want %s (got %s)", want, kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "nothing"
+		}
+		return strconv.Quote(n.Value)
+	}
+	return "?"
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// fieldByName finds the field tagged name in struct v, looking into inline
+// (embedded) structs.
+func fieldByName(v reflect.Value, name string) (reflect.Value, bool) {
+	if v.Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		if opts == "inline" {
+			if fv, ok := fieldByName(v.Field(i), name); ok {
+				return fv, true
+			}
+			continue
+		}
+		if tag == name {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+// fieldNames lists the YAML keys of struct type t, inline fields included, sorted.
+func fieldNames(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		if opts == "inline" {
+			names = append(names, fieldNames(f.Type)...)
+			continue
+		}
+		names = append(names, tag)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,495 @@
+package bridge
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/picobridge/picobridge/knobs"
+)
+
+// Sample is one message on its way to a device.
+type Sample struct {
+	// Key is the concrete Zenoh key expression it is published on.
+	Key string
+	// Payload is the serialized payload (raw CDR for ROS topics). The bridge
+	// does not copy it: the caller hands it over and must not modify it
+	// after Publish or Offer; sinks may keep it.
+	Payload []byte
+	// Time is when the sample entered the gateway (or its source timestamp);
+	// stale-drop measures from it. Zero: the time of Offer.
+	Time time.Time
+}
+
+// DeviceSink is the egress toward one device. The lead adapts a zenohpath
+// face (a zenoh-pico client session) to it. The two lanes call it from two
+// goroutines of their own, so an implementation must be safe for concurrent
+// use and should not block for long: when the link's queue is full it
+// returns ErrCongested (the samples are then counted as dropped with reason
+// congestion), any other error also counts toward the supervisor's errors.
+// Every method must return once the device's session is closed: Close
+// waits for the lane goroutines.
+type DeviceSink interface {
+	// SendExpress sends one sample now, in its own frame: Zenoh EXPRESS
+	// flag (no TX batching), reliable, priority RealTime (1), congestion
+	// control drop.
+	SendExpress(s Sample) error
+	// SendBatch sends the samples of one flush: best effort, priority
+	// Data (5), batched into frames of at most the device's batch size
+	// (knobs.Capacity.BatchSize); each sample is already within the device's
+	// largest message. The slice is only valid during the call.
+	SendBatch(samples []Sample) error
+	// SendProbe publishes a probe ping (ProbeSize bytes) on key: best
+	// effort, express, priority RealTime.
+	SendProbe(key string, payload []byte) error
+}
+
+// ErrCongested is what a DeviceSink returns when the device's link cannot
+// take more now.
+var ErrCongested = errors.New("bridge: device link congested")
+
+// Lane is one of a device's two egress lanes.
+type Lane uint8
+
+const (
+	// LaneExpress carries critical routes: each sample at once.
+	LaneExpress Lane = iota
+	// LaneBatched carries noncritical routes: rate-limited, coalesced, flushed on the device's cadence.
+	LaneBatched
+	numLanes
+)
+
+func (l Lane) String() string {
+	if l == LaneExpress {
+		return "express"
+	}
+	return "batched"
+}
+
+// DropReason says why a sample was not forwarded (invariant 2).
+type DropReason uint8
+
+const (
+	// DropRateLimit: refused by the batched lane's token bucket.
+	DropRateLimit DropReason = iota
+	// DropStale: older than policy.batched.stale_after when its flush came.
+	DropStale
+	// DropOversize: larger than the device can receive (knobs: frag_max_size, batch size, subscriber slot).
+	DropOversize
+	// DropRingBudget: more samples of one key in one flush than the device's subscriber ring depth.
+	DropRingBudget
+	// DropQueueFull: the lane already holds its maximum of distinct keys.
+	DropQueueFull
+	// DropCongestion: replaced by a newer sample of its key before the device
+	// could take it (keep-latest), or refused by the sink (ErrCongested, errors).
+	DropCongestion
+	// DropSuspended: the supervisor suspended the lane (DEGRADED: batched;
+	// EMERGENCY: both), or the device went away with samples pending.
+	DropSuspended
+	numReasons
+)
+
+var reasonNames = [numReasons]string{"rate_limit", "stale", "oversize", "ring_budget", "queue_full", "congestion", "suspended"}
+
+func (r DropReason) String() string {
+	if r < numReasons {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// DropReasons lists every reason in label order.
+func DropReasons() []DropReason {
+	rs := make([]DropReason, numReasons)
+	for i := range rs {
+		rs[i] = DropReason(i)
+	}
+	return rs
+}
+
+// laneStats are one lane's counters; deviceStats outlive a connection so
+// that metric counters never go backwards.
+type laneStats struct {
+	forwarded atomic.Uint64
+	dropped   [numReasons]atomic.Uint64
+}
+
+type deviceStats struct {
+	label   string
+	lanes   [numLanes]laneStats
+	flushes atomic.Uint64
+	errors  atomic.Uint64 // sink errors other than ErrCongested
+	probes  atomic.Uint64
+	// trans counts classifier transitions by the class entered.
+	trans [3]atomic.Uint64
+}
+
+func (s *deviceStats) transitions(to Class) {
+	if int(to) < len(s.trans) {
+		s.trans[to].Add(1)
+	}
+}
+
+func (s *deviceStats) drop(l Lane, r DropReason, n int) {
+	s.lanes[l].dropped[r].Add(uint64(n))
+}
+
+// Shaping is what a device's lanes derive from its capacity model and the policy.
+type Shaping struct {
+	// MaxMessageBytes is the largest network message the device can receive:
+	// knobs.Capacity.MaxSampleBytes (frag_max_size or one batch, and the
+	// subscriber slot).
+	MaxMessageBytes int
+	// RingDepth is the most samples of one key per flush (subscriber_ring_depth).
+	RingDepth int
+	// FlushInterval is the batched lane's cadence (knobs.Capacity.FlushInterval).
+	FlushInterval time.Duration
+	// ExpressRate is the most express samples per second (knobs.Capacity.ExpressRateCeiling); 0: no ceiling.
+	ExpressRate float64
+}
+
+// ShapingOf derives a device's shaping from its capacity. The slot used is
+// the large one when the device has large subscribers: the gateway cannot
+// tell which of the device's subscribers are large.
+func ShapingOf(c knobs.Capacity) Shaping {
+	return Shaping{
+		MaxMessageBytes: c.MaxSampleBytes(c.LargeSlots > 0),
+		RingDepth:       max(c.RingDepth, 1),
+		FlushInterval:   max(c.FlushInterval, time.Millisecond),
+		ExpressRate:     c.ExpressRateCeiling,
+	}
+}
+
+// MessageOverhead is the conservative per-sample encoding cost the lanes
+// add to a payload before comparing it with MaxMessageBytes: PUSH and PUT
+// headers, extensions, the payload length and the key expression written
+// out in full (zenoh-wire.md §5; a declared key id only makes it smaller).
+func MessageOverhead(key string) int { return 16 + len(key) }
+
+// egress is one device's two lanes. Each lane has its own lock, so a flood
+// on the batched lane never waits on, or makes wait, the express lane.
+type egress struct {
+	device string
+	shape  Shaping
+	pol    PolicyConfig
+	stats  *deviceStats
+	log    *onceLogger
+
+	exp struct {
+		mu     sync.Mutex
+		items  map[string]*pendingSample
+		order  []string // keys in arrival order
+		lim    *rate.Limiter
+		signal chan struct{}
+	}
+	bat struct {
+		mu      sync.Mutex
+		keys    map[string]*keyQueue
+		order   []*keyQueue
+		rate    float64
+		pending int
+	}
+}
+
+type pendingSample struct {
+	s  Sample
+	at time.Time // when queued
+}
+
+type keyQueue struct {
+	key   string
+	items []Sample // oldest first, ≤ history
+	lim   *rate.Limiter
+}
+
+func newEgress(device string, shape Shaping, pol PolicyConfig, stats *deviceStats, log *onceLogger) *egress {
+	e := &egress{device: device, shape: shape, pol: pol, stats: stats, log: log}
+	e.exp.items = map[string]*pendingSample{}
+	lim := rate.Inf
+	if shape.ExpressRate > 0 {
+		lim = rate.Limit(shape.ExpressRate)
+	}
+	e.exp.lim = rate.NewLimiter(lim, 1)
+	e.exp.signal = make(chan struct{}, 1)
+	e.bat.keys = map[string]*keyQueue{}
+	e.bat.rate = pol.Batched.RateHz
+	return e
+}
+
+// oversize reports whether s cannot reach the device, counting and logging it.
+func (e *egress) oversize(l Lane, s Sample) bool {
+	size := len(s.Payload) + MessageOverhead(s.Key)
+	if size <= e.shape.MaxMessageBytes {
+		return false
+	}
+	e.stats.drop(l, DropOversize, 1)
+	e.log.once(l, DropOversize, "sample larger than the device can receive",
+		slog.String("key", s.Key), slog.Int("bytes", size), slog.Int("max_bytes", e.shape.MaxMessageBytes))
+	return true
+}
+
+// offerExpress queues s for at-once delivery, replacing a pending sample of
+// the same key (keep-latest). It never blocks.
+func (e *egress) offerExpress(s Sample, now time.Time) {
+	if e.oversize(LaneExpress, s) {
+		return
+	}
+	e.exp.mu.Lock()
+	if p, ok := e.exp.items[s.Key]; ok {
+		p.s = s
+		e.exp.mu.Unlock()
+		e.stats.drop(LaneExpress, DropCongestion, 1)
+		e.log.once(LaneExpress, DropCongestion, "device cannot keep up: keeping the latest sample per key", slog.String("key", s.Key))
+		return
+	}
+	if len(e.exp.items) >= e.pol.Express.MaxKeys {
+		e.exp.mu.Unlock()
+		e.stats.drop(LaneExpress, DropQueueFull, 1)
+		e.log.once(LaneExpress, DropQueueFull, "express lane full", slog.String("key", s.Key), slog.Int("max_keys", e.pol.Express.MaxKeys))
+		return
+	}
+	e.exp.items[s.Key] = &pendingSample{s: s, at: now}
+	e.exp.order = append(e.exp.order, s.Key)
+	e.exp.mu.Unlock()
+	select {
+	case e.exp.signal <- struct{}{}:
+	default:
+	}
+}
+
+// nextExpress pops the oldest pending express sample if the device's
+// express rate allows one at now; otherwise wait is how long until it does
+// (0 with ok false: nothing pending).
+func (e *egress) nextExpress(now time.Time) (s Sample, ok bool, wait time.Duration) {
+	e.exp.mu.Lock()
+	defer e.exp.mu.Unlock()
+	if len(e.exp.order) == 0 {
+		return Sample{}, false, 0
+	}
+	if !e.exp.lim.AllowN(now, 1) {
+		tokens := e.exp.lim.TokensAt(now)
+		wait = time.Duration((1 - tokens) / float64(e.exp.lim.Limit()) * float64(time.Second))
+		return Sample{}, false, max(wait, time.Millisecond)
+	}
+	key := e.exp.order[0]
+	e.exp.order = e.exp.order[1:]
+	p := e.exp.items[key]
+	delete(e.exp.items, key)
+	return p.s, true, 0
+}
+
+// sendExpress hands s to the sink and counts the outcome.
+func (e *egress) sendExpress(sink DeviceSink, s Sample) error {
+	err := sink.SendExpress(s)
+	e.count(LaneExpress, 1, err)
+	return err
+}
+
+func (e *egress) count(l Lane, n int, err error) {
+	switch {
+	case err == nil:
+		e.stats.lanes[l].forwarded.Add(uint64(n))
+	case errors.Is(err, ErrCongested):
+		e.stats.drop(l, DropCongestion, n)
+		e.log.once(l, DropCongestion, "device link congested", slog.Int("samples", n))
+	default:
+		e.stats.drop(l, DropCongestion, n)
+		e.stats.errors.Add(1)
+		e.log.once(l, DropCongestion, "device sink error", slog.Any("err", err), slog.Int("samples", n))
+	}
+}
+
+// offerBatched runs s through the token bucket of its key and queues it for
+// the next flush, keeping at most policy.batched.history samples per key
+// (the oldest is replaced: keep-latest). It never blocks.
+func (e *egress) offerBatched(s Sample, now time.Time) {
+	if e.oversize(LaneBatched, s) {
+		return
+	}
+	e.bat.mu.Lock()
+	q, ok := e.bat.keys[s.Key]
+	if !ok {
+		if len(e.bat.keys) >= e.pol.Batched.MaxKeys && !e.evictIdleLocked() {
+			e.bat.mu.Unlock()
+			e.stats.drop(LaneBatched, DropQueueFull, 1)
+			e.log.once(LaneBatched, DropQueueFull, "batched lane full", slog.String("key", s.Key), slog.Int("max_keys", e.pol.Batched.MaxKeys))
+			return
+		}
+		q = &keyQueue{key: s.Key, lim: rate.NewLimiter(rate.Limit(e.bat.rate), e.pol.Batched.Burst)}
+		e.bat.keys[s.Key] = q
+		e.bat.order = append(e.bat.order, q)
+	}
+	if !admit(q.lim, now) {
+		e.bat.mu.Unlock()
+		e.stats.drop(LaneBatched, DropRateLimit, 1)
+		return // by design at every sample: counted, not logged
+	}
+	replaced := false
+	if len(q.items) >= e.pol.Batched.History {
+		copy(q.items, q.items[1:])
+		q.items = q.items[:len(q.items)-1]
+		replaced = true
+	} else {
+		e.bat.pending++
+	}
+	q.items = append(q.items, s)
+	e.bat.mu.Unlock()
+	if replaced {
+		e.stats.drop(LaneBatched, DropCongestion, 1)
+		e.log.once(LaneBatched, DropCongestion, "a newer sample of the key replaced a pending one (keep-latest)", slog.String("key", s.Key))
+	}
+}
+
+// admit takes a token from lim at now. A sample that comes up to a tenth
+// of the period early is admitted against the next token (the bucket goes
+// slightly into debt, so the long-run rate stays exact): a 30 Hz publisher
+// whose samples come every 33.33 ms then gets exactly 10 Hz through a 10 Hz
+// bucket instead of 7.5 Hz.
+func admit(lim *rate.Limiter, now time.Time) bool {
+	r := lim.ReserveN(now, 1)
+	if !r.OK() {
+		return false
+	}
+	tol := time.Duration(float64(time.Second) / float64(lim.Limit()) / 10)
+	if r.DelayFrom(now) > tol {
+		r.CancelAt(now)
+		return false
+	}
+	return true
+}
+
+// evictIdleLocked forgets one key with nothing pending.
+func (e *egress) evictIdleLocked() bool {
+	for i, q := range e.bat.order {
+		if len(q.items) == 0 {
+			delete(e.bat.keys, q.key)
+			e.bat.order = append(e.bat.order[:i], e.bat.order[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// flush takes what the batched lane sends at now: per key, samples older
+// than stale_after are dropped (stale), then at most RingDepth of the newest
+// are kept (the rest: ring_budget). Keys come in first-arrival order.
+func (e *egress) flush(now time.Time, out []Sample) []Sample {
+	e.bat.mu.Lock()
+	defer e.bat.mu.Unlock()
+	if e.bat.pending == 0 {
+		return out
+	}
+	stale, budget := 0, 0
+	for _, q := range e.bat.order {
+		if len(q.items) == 0 {
+			continue
+		}
+		items := q.items
+		fresh := items[:0]
+		for _, s := range items {
+			if now.Sub(s.Time) > e.pol.Batched.StaleAfter {
+				stale++
+				continue
+			}
+			fresh = append(fresh, s)
+		}
+		if extra := len(fresh) - e.shape.RingDepth; extra > 0 {
+			budget += extra
+			fresh = fresh[extra:]
+		}
+		out = append(out, fresh...)
+		clear(items)
+		q.items = items[:0]
+	}
+	e.bat.pending = 0
+	if stale > 0 {
+		e.stats.drop(LaneBatched, DropStale, stale)
+		e.log.once(LaneBatched, DropStale, "samples went stale before their flush", slog.Duration("stale_after", e.pol.Batched.StaleAfter))
+	}
+	if budget > 0 {
+		e.stats.drop(LaneBatched, DropRingBudget, budget)
+		e.log.once(LaneBatched, DropRingBudget, "more samples of one key per flush than the device's ring depth", slog.Int("ring_depth", e.shape.RingDepth))
+	}
+	return out
+}
+
+// setBatchedRate changes every key's token bucket (class change).
+func (e *egress) setBatchedRate(hz float64, now time.Time) {
+	e.bat.mu.Lock()
+	defer e.bat.mu.Unlock()
+	if hz == e.bat.rate {
+		return
+	}
+	e.bat.rate = hz
+	for _, q := range e.bat.order {
+		q.lim.SetLimitAt(now, rate.Limit(hz))
+	}
+}
+
+// discard drops everything pending (device gone), counted as suspended.
+func (e *egress) discard() {
+	e.exp.mu.Lock()
+	n := len(e.exp.items)
+	clear(e.exp.items)
+	e.exp.order = nil
+	e.exp.mu.Unlock()
+	e.stats.drop(LaneExpress, DropSuspended, n)
+	e.bat.mu.Lock()
+	m := e.bat.pending
+	for _, q := range e.bat.order {
+		q.items = nil
+	}
+	e.bat.pending = 0
+	e.bat.mu.Unlock()
+	e.stats.drop(LaneBatched, DropSuspended, m)
+}
+
+// depth returns the samples pending per lane and the age of the oldest
+// pending express sample.
+func (e *egress) depth(now time.Time) (express, batched int, lag time.Duration) {
+	e.exp.mu.Lock()
+	express = len(e.exp.items)
+	if express > 0 {
+		lag = now.Sub(e.exp.items[e.exp.order[0]].at)
+	}
+	e.exp.mu.Unlock()
+	e.bat.mu.Lock()
+	batched = e.bat.pending
+	e.bat.mu.Unlock()
+	return express, batched, lag
+}
+
+// capacity is how many samples the lanes can hold.
+func (e *egress) capacity() (express, batched int) {
+	return e.pol.Express.MaxKeys, e.pol.Batched.MaxKeys * e.pol.Batched.History
+}
+
+// onceLogger logs each (lane, reason) of one device once (invariant 2,
+// convention 15).
+type onceLogger struct {
+	log  *slog.Logger
+	mu   sync.Mutex
+	seen [numLanes][numReasons]bool
+}
+
+func (o *onceLogger) once(l Lane, r DropReason, msg string, attrs ...slog.Attr) {
+	if o == nil || o.log == nil {
+		return
+	}
+	o.mu.Lock()
+	if o.seen[l][r] {
+		o.mu.Unlock()
+		return
+	}
+	o.seen[l][r] = true
+	o.mu.Unlock()
+	args := []any{slog.String("lane", l.String()), slog.String("reason", r.String())}
+	for _, a := range attrs {
+		args = append(args, a)
+	}
+	o.log.Warn("dropping samples: "+msg+" (logged once per cause and device)", args...)
+}

@@ -1,0 +1,793 @@
+package bridge
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/picobridge/picobridge/knobs"
+)
+
+// Clock gives the time; tests inject a fake one. Goroutines of the gateway
+// sleep with the time package's timers, so tests of the running gateway use
+// testing/synctest, and tests of the policy call the lanes and classifiers
+// with explicit times.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Options are the gateway's collaborators.
+type Options struct {
+	// Catalog resolves device knob profiles (firmware.Catalog()). Required.
+	Catalog *knobs.Catalog
+	// Registerer receives the gateway's collectors; nil: no metrics.
+	Registerer prometheus.Registerer
+	// Clock; nil: the system clock.
+	Clock Clock
+	// Logger; nil: discard.
+	Logger *slog.Logger
+	// Version and Revision label picobridge_build_info.
+	Version, Revision string
+	// KeyIncludes decides whether a device's subscription includes a key;
+	// nil: KeyIncludes of this package (the lead may pass zenohpath/keyexpr's).
+	KeyIncludes func(sub, key string) bool
+	// OnModeChange is called for every supervisor transition, from the
+	// housekeeping goroutine; in EMERGENCY the lead publishes Diagnostics()
+	// (DDS /diagnostics, Zenoh @picobridge/diagnostics).
+	OnModeChange func(ModeChange)
+}
+
+// Gateway is the policy core: devices with their lanes and classifiers,
+// the route table and the supervisor. Ingress (Publish) never blocks.
+//
+// Lock order: Gateway.mu, then Device.mu, then a lane's mutex, then a
+// Classifier's or the Supervisor's (see doc.go).
+type Gateway struct {
+	cfg    *Config
+	opts   Options
+	clock  Clock
+	log    *slog.Logger
+	routes *Routes
+	sup    *Supervisor
+	incl   func(sub, key string) bool
+
+	mu      sync.RWMutex
+	devices atomic.Pointer[[]*Device] // copy on write under mu: Publish reads it without a lock
+	stats   map[string]*deviceStats   // by label; retained across connections
+	profile map[string]resolvedProfile
+
+	ingressLag atomic.Int64 // max ns spent in Publish since the last reading
+	errors     atomic.Int64 // ingress errors since the last reading
+	started    time.Time
+
+	wg      sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closed  atomic.Bool
+	runOnce sync.Once
+}
+
+type resolvedProfile struct {
+	resolved *knobs.Resolved
+	capa     knobs.Capacity
+}
+
+// OtherDevice is the device label of devices beyond metrics.max_devices.
+const OtherDevice = "_other"
+
+// New builds a gateway from a validated configuration and resolves the knob
+// profile of every configured device (and the default profile), so a bad
+// profile is refused at start (invariant 5). Run starts its goroutines.
+func New(cfg *Config, opts Options) (*Gateway, error) {
+	if opts.Catalog == nil {
+		return nil, errors.New("bridge: Options.Catalog is required (firmware.Catalog())")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	g := &Gateway{
+		cfg: cfg, opts: opts, clock: opts.Clock, log: opts.Logger,
+		routes: NewRoutes(cfg), sup: NewSupervisor(cfg.Supervisor), incl: opts.KeyIncludes,
+		stats: map[string]*deviceStats{}, profile: map[string]resolvedProfile{},
+	}
+	g.devices.Store(&[]*Device{})
+	if g.clock == nil {
+		g.clock = systemClock{}
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.incl == nil {
+		g.incl = KeyIncludes
+	}
+	g.started = g.clock.Now()
+	var ps problemList
+	resolve := func(key string, p DeviceProfile) {
+		r, capa, err := cfg.ResolveProfile(opts.Catalog, p)
+		if err != nil {
+			var ce *knobs.ConfigError
+			if errors.As(err, &ce) {
+				for _, pr := range ce.Problems {
+					if pr.File == "" || pr.Line == 0 {
+						// point at the key that set it: .platform, .board, .env.NAME, else the entry
+						at := key
+						for _, k := range []string{key + "." + pr.Key, key + ".env." + pr.Key} {
+							if _, ok := cfg.pos[k]; ok && pr.Key != "" {
+								at = k
+								break
+							}
+						}
+						pos := cfg.pos[at]
+						pr.File, pr.Line, pr.Col = pos.file, pos.line, pos.col
+						if at == key {
+							at = strings.TrimSuffix(key+"."+pr.Key, ".")
+						}
+						pr.Key = at
+					}
+					ps = append(ps, pr)
+				}
+				return
+			}
+			ps = append(ps, &knobs.Problem{File: cfg.pos[key].file, Line: cfg.pos[key].line, Col: cfg.pos[key].col, Key: key, Msg: err.Error(), Err: knobs.ErrBadValue})
+			return
+		}
+		g.profile[key] = resolvedProfile{r, capa}
+	}
+	resolve("devices.default", cfg.Devices.Default)
+	for i, d := range cfg.Devices.List {
+		resolve(fmt.Sprintf("devices.list[%d]", i), d.DeviceProfile)
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	for _, d := range cfg.Devices.List {
+		g.statsFor(d.Name)
+	}
+	if opts.Registerer != nil {
+		if err := registerMetrics(opts.Registerer, g); err != nil {
+			return nil, err
+		}
+	}
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	return g, nil
+}
+
+// Config is the configuration the gateway runs with.
+func (g *Gateway) Config() *Config { return g.cfg }
+
+// Routes is the route table.
+func (g *Gateway) Routes() *Routes { return g.routes }
+
+// Supervisor is the gateway's supervisor.
+func (g *Gateway) Supervisor() *Supervisor { return g.sup }
+
+// go starts a goroutine owned by the gateway (convention 12).
+func (g *Gateway) goOwned(f func()) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		f()
+	}()
+}
+
+// Run starts housekeeping: probes at classifier.probe_interval, classifier
+// evaluations at classifier.evaluation_interval, and supervisor evaluations
+// at supervisor.evaluation_interval. It returns at once; Close stops
+// everything and waits for every goroutine.
+func (g *Gateway) Run() {
+	g.runOnce.Do(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if !g.closed.Load() {
+			g.goOwned(g.housekeeping)
+		}
+	})
+}
+
+// Close stops every goroutine of the gateway and its devices and waits for them.
+func (g *Gateway) Close() error {
+	g.mu.Lock()
+	already := g.closed.Swap(true)
+	g.mu.Unlock()
+	if already {
+		return nil
+	}
+	g.cancel()
+	g.wg.Wait()
+	for _, d := range *g.devices.Load() {
+		d.egress().discard() // what was pending is counted (suspended), not lost silently
+	}
+	return nil
+}
+
+func (g *Gateway) housekeeping() {
+	cl := g.cfg.Classifier
+	probe := time.NewTicker(cl.ProbeInterval)
+	eval := time.NewTicker(cl.EvaluationInterval)
+	sup := time.NewTicker(g.cfg.Supervisor.EvaluationInterval)
+	defer probe.Stop()
+	defer eval.Stop()
+	defer sup.Stop()
+	lastSup := g.clock.Now()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-probe.C:
+			if cl.Enabled {
+				g.probeAll(g.clock.Now())
+			}
+		case <-eval.C:
+			if cl.Enabled {
+				g.evaluateAll(g.clock.Now())
+			}
+		case <-sup.C:
+			now := g.clock.Now()
+			tickLag := max(now.Sub(lastSup)-g.cfg.Supervisor.EvaluationInterval, 0)
+			lastSup = now
+			g.superviseWithTickLag(now, tickLag)
+		}
+	}
+}
+
+// ProbeAll sends one ping to every attached device (the 5 Hz tick).
+func (g *Gateway) probeAll(now time.Time) {
+	for _, d := range g.Devices() {
+		d.probe(now)
+	}
+}
+
+// evaluateAll runs every device's classifier evaluation (the 1 Hz tick).
+func (g *Gateway) evaluateAll(now time.Time) {
+	for _, d := range g.Devices() {
+		d.evaluate(now)
+	}
+}
+
+// Supervise takes one Health reading of the gateway and applies it; the
+// housekeeping goroutine calls it every supervisor.evaluation_interval.
+func (g *Gateway) Supervise(now time.Time) (ModeChange, bool) { return g.superviseWithTickLag(now, 0) }
+
+func (g *Gateway) superviseWithTickLag(now time.Time, tickLag time.Duration) (ModeChange, bool) {
+	h := g.health(now)
+	h.Lag = max(h.Lag, tickLag)
+	c, changed := g.sup.Observe(h, now)
+	if changed {
+		g.log.Warn("supervisor mode change", slog.String("from", c.From.String()), slog.String("to", c.To.String()), slog.String("reason", c.Reason))
+		if g.opts.OnModeChange != nil {
+			g.opts.OnModeChange(c)
+		}
+	}
+	return c, changed
+}
+
+// health reads queue occupancy over all devices, the ingress lag and the
+// errors since the previous reading (and resets those two).
+func (g *Gateway) health(now time.Time) Health {
+	var pending, capacity int
+	var errs int64
+	for _, d := range g.Devices() {
+		eg := d.egress()
+		e, b, _ := eg.depth(now)
+		ce, cb := eg.capacity()
+		pending += e + b
+		capacity += ce + cb
+		n := eg.stats.errors.Load()
+		errs += int64(n - d.errSeen.Swap(n))
+	}
+	h := Health{Lag: time.Duration(g.ingressLag.Swap(0)), Errors: int(errs + g.errors.Swap(0))}
+	if capacity > 0 {
+		h.QueueOccupancy = float64(pending) / float64(capacity)
+	}
+	return h
+}
+
+// Mode is the supervisor's current mode.
+func (g *Gateway) Mode() SupervisorMode { return g.sup.Mode() }
+
+// Publish hands a sample of a route to every attached device whose
+// subscriptions include the route's key. It never blocks: each device's
+// lanes queue or drop (with a reason) at once.
+func (g *Gateway) Publish(r Route, s Sample) {
+	start := g.clock.Now()
+	if s.Key == "" {
+		s.Key = r.Key
+	}
+	if s.Time.IsZero() {
+		s.Time = start
+	}
+	for _, d := range *g.devices.Load() {
+		if d.subscribed(s.Key) {
+			d.offer(s, r.Criticality, start)
+		}
+	}
+	lag := int64(g.clock.Now().Sub(start))
+	for cur := g.ingressLag.Load(); lag > cur && !g.ingressLag.CompareAndSwap(cur, lag); cur = g.ingressLag.Load() {
+	}
+}
+
+// RouteForKey is the route of a sample that arrives on a Zenoh key from
+// upstream Zenoh or another device: criticality from the ROS name the key
+// maps back to (Routes.TopicOf), noncritical default for a key that maps to
+// no name.
+func (g *Gateway) RouteForKey(key string) Route {
+	r := Route{Key: key, Criticality: g.cfg.Routes.DefaultCriticality}
+	if topic, ok := g.routes.TopicOf(key); ok {
+		r.Topic = topic
+		r.Criticality = g.routes.CriticalityOf(topic)
+	}
+	return r
+}
+
+// ReportError counts an ingress error (a DDS read failure, a malformed
+// sample) toward the supervisor's errors.
+func (g *Gateway) ReportError() { g.errors.Add(1) }
+
+// HandlePong takes a publication on a probe pong key (PongSubscription) and
+// gives it to the device it names.
+func (g *Gateway) HandlePong(key string, payload []byte) error {
+	name, kind, ok := ParseProbeKey(key)
+	if !ok || kind != ProbePong {
+		return fmt.Errorf("bridge: %q is not a pong key", key)
+	}
+	var d *Device
+	for _, x := range *g.devices.Load() {
+		if p := x.probeName.Load(); p != nil && *p == name {
+			d = x
+			break
+		}
+	}
+	if d == nil {
+		return fmt.Errorf("bridge: pong from unknown device %q", name)
+	}
+	_, err := d.Classifier().Pong(payload, g.clock.Now())
+	return err
+}
+
+// DeviceIdentity is what the router knows of a device when it attaches.
+type DeviceIdentity struct {
+	// ZID is the device's Zenoh id in hex (from INIT/OPEN).
+	ZID string
+	// Name is the name its probe responder announces (ParseProbeKey on its
+	// ping subscription), when already known; see Device.Announce.
+	Name string
+}
+
+// Attach registers a connected device with the sink that reaches it and
+// starts its two lane goroutines. The device's configuration is found by
+// zid, then by name; an unknown device gets devices.default. The caller
+// Detaches it when its session closes.
+func (g *Gateway) Attach(id DeviceIdentity, sink DeviceSink) (*Device, error) {
+	zid := strings.ToLower(id.ZID)
+	if zid != "" {
+		if _, err := hex.DecodeString(zid); err != nil {
+			return nil, fmt.Errorf("bridge: device zid %q is not hex", id.ZID)
+		}
+	}
+	d := &Device{g: g, zid: zid, sink: sink, signalDone: make(chan struct{})}
+	d.configure(g.match(zid, id.Name), id.Name)
+	g.mu.Lock()
+	if g.closed.Load() { // under mu: no goroutine is added once Close waits
+		g.mu.Unlock()
+		return nil, errors.New("bridge: gateway closed")
+	}
+	ds := append(slices.Clone(*g.devices.Load()), d)
+	g.devices.Store(&ds)
+	g.goOwned(d.expressLoop)
+	g.goOwned(d.batchLoop)
+	g.mu.Unlock()
+	g.log.Info("device attached", slog.String("device", d.Name()), slog.String("zid", zid))
+	return d, nil
+}
+
+// match finds a device's configuration by zid, then by name.
+func (g *Gateway) match(zid, name string) (cfg *DeviceConfig) {
+	for i := range g.cfg.Devices.List {
+		dc := &g.cfg.Devices.List[i]
+		if zid != "" && strings.ToLower(dc.ZID) == zid {
+			return dc
+		}
+	}
+	if name != "" {
+		return g.cfg.Device(name)
+	}
+	return nil
+}
+
+// statsFor returns the retained counters of a device label, creating them
+// while fewer than metrics.max_devices labels exist, else the shared
+// OtherDevice counters.
+func (g *Gateway) statsFor(label string) *deviceStats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s, ok := g.stats[label]; ok {
+		return s
+	}
+	if len(g.stats) >= g.cfg.Metrics.MaxDevices {
+		label = OtherDevice
+		if s, ok := g.stats[label]; ok {
+			return s
+		}
+	}
+	s := &deviceStats{label: label}
+	g.stats[label] = s
+	return s
+}
+
+// Devices lists the attached devices, by name.
+func (g *Gateway) Devices() []*Device {
+	ds := slices.Clone(*g.devices.Load())
+	slices.SortFunc(ds, func(a, b *Device) int { return strings.Compare(a.Name(), b.Name()) })
+	return ds
+}
+
+// Device returns the attached device with that name, or nil.
+func (g *Gateway) Device(name string) *Device {
+	for _, d := range *g.devices.Load() {
+		if d.Name() == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// Device is one attached zenoh-pico device: its identity, knob profile,
+// classifier, lanes and subscriptions.
+type Device struct {
+	g    *Gateway
+	zid  string
+	sink DeviceSink
+
+	mu       sync.RWMutex
+	name     string
+	conf     *DeviceConfig // nil: devices.default
+	resolved *knobs.Resolved
+	capa     knobs.Capacity
+	shape    Shaping
+	subs     []string
+	eg       *egress
+	cls      *Classifier
+	class    atomic.Uint32 // effective Class the lanes were last set for (read by Lane without a lock)
+
+	errSeen    atomic.Uint64          // sink errors already reported to the supervisor
+	probeName  atomic.Pointer[string] // the name the responder subscribed with; nil: no responder
+	detached   atomic.Bool
+	signalDone chan struct{}
+}
+
+// configure applies a device configuration (nil: default); name is the
+// announced name, if any.
+func (d *Device) configure(dc *DeviceConfig, announced string) {
+	g := d.g
+	now := g.clock.Now()
+	key := "devices.default"
+	name := announced
+	if dc != nil {
+		name = dc.Name
+		key = "devices.list[" + fmt.Sprint(slices.IndexFunc(g.cfg.Devices.List, func(x DeviceConfig) bool { return x.Name == dc.Name })) + "]"
+	}
+	if name == "" || !validDeviceName(name) {
+		name = "zid-" + d.zid
+		if len(name) > 20 {
+			name = name[:20]
+		}
+	}
+	prof := g.profile[key]
+	shape := ShapingOf(prof.capa)
+	stats := g.statsFor(name)
+	log := &onceLogger{log: g.log.With(slog.String("device", name), slog.String("zid", d.zid))}
+	cls := NewClassifier(g.cfg.Classifier, now)
+	if dc != nil && dc.Class != "" {
+		cls.SetOverride(dc.Class, now)
+	}
+	d.mu.Lock()
+	old := d.eg
+	d.name, d.conf, d.resolved, d.capa, d.shape = name, dc, prof.resolved, prof.capa, shape
+	d.eg = newEgress(name, shape, g.cfg.Policy, stats, log)
+	d.cls = cls
+	c := cls.Class()
+	d.class.Store(uint32(c))
+	d.eg.setBatchedRate(d.batchedRate(dc, c), now)
+	d.mu.Unlock()
+	if old != nil {
+		old.discard()
+		select { // wake the lane goroutines so they pick the new egress
+		case old.exp.signal <- struct{}{}:
+		default:
+		}
+	}
+	cls.OnTransition(func(t Transition) {
+		stats.transitions(t.To)
+		log.log.Info("device class transition", slog.String("from", t.From.String()), slog.String("to", t.To.String()), slog.String("reason", t.Reason))
+	})
+}
+
+// Announce tells the gateway the name the device's probe responder
+// announced (its subscription to PingKey(name)). A device attached without
+// a configuration match by zid takes the configuration of that name.
+func (d *Device) Announce(name string) {
+	d.mu.RLock()
+	conf, cur := d.conf, d.name
+	d.mu.RUnlock()
+	if cur == name || (conf != nil && conf.ZID != "") {
+		return
+	}
+	d.configure(d.g.cfg.Device(name), name)
+}
+
+// Name is the device's name (configured, announced, or zid-<hex>).
+func (d *Device) Name() string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.name
+}
+
+// ZID is the device's Zenoh id in lower-case hex.
+func (d *Device) ZID() string { return d.zid }
+
+// Capacity is the device's capacity model.
+func (d *Device) Capacity() knobs.Capacity {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.capa
+}
+
+// Classifier is the device's classifier (for status; change the override
+// with Device.SetOverride, which also updates the lanes).
+func (d *Device) Classifier() *Classifier {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.cls
+}
+
+// SetOverride pins the device's class (critical, noncritical) or returns
+// it to the classifier (auto); `picobridge lane` uses it.
+func (d *Device) SetOverride(o ClassOverride) {
+	now := d.g.clock.Now()
+	d.Classifier().SetOverride(o, now)
+	d.refreshClass(now)
+}
+
+// DeclareSubscriber records one of the device's subscriptions (a key
+// expression); Publish delivers to devices whose subscriptions include the key.
+func (d *Device) DeclareSubscriber(keyexpr string) {
+	if name, kind, ok := ParseProbeKey(keyexpr); ok && kind == ProbePing {
+		d.Announce(name)
+		d.probeName.Store(&name) // a responder is there: probe it from now on
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !slices.Contains(d.subs, keyexpr) {
+		d.subs = append(d.subs, keyexpr)
+	}
+}
+
+// UndeclareSubscriber removes a subscription.
+func (d *Device) UndeclareSubscriber(keyexpr string) {
+	if name, kind, ok := ParseProbeKey(keyexpr); ok && kind == ProbePing {
+		if p := d.probeName.Load(); p != nil && *p == name {
+			d.probeName.Store(nil)
+		}
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i := slices.Index(d.subs, keyexpr); i >= 0 {
+		d.subs = slices.Delete(d.subs, i, i+1)
+	}
+}
+
+func (d *Device) subscribed(key string) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for _, s := range d.subs {
+		if d.g.incl(s, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// Detach stops the device's lanes; pending samples are counted as
+// suspended. Its counters stay (metrics never go backwards).
+func (d *Device) Detach() {
+	if d.detached.Swap(true) {
+		return
+	}
+	d.g.mu.Lock()
+	ds := slices.DeleteFunc(slices.Clone(*d.g.devices.Load()), func(x *Device) bool { return x == d })
+	d.g.devices.Store(&ds)
+	d.g.mu.Unlock()
+	close(d.signalDone)
+	d.egress().discard()
+	d.g.log.Info("device detached", slog.String("device", d.Name()))
+}
+
+func (d *Device) egress() *egress {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.eg
+}
+
+// batchedRate is the token bucket rate for an effective class: the
+// device's own rate_hz / noncritical_rate_hz when set, else the policy's.
+func (d *Device) batchedRate(conf *DeviceConfig, c Class) float64 {
+	b := d.g.cfg.Policy.Batched
+	if conf != nil && conf.RateHz > 0 {
+		b.RateHz = conf.RateHz
+	}
+	if conf != nil && conf.NoncriticalRateHz > 0 {
+		b.NoncriticalRateHz = conf.NoncriticalRateHz
+	}
+	if c == ClassCritical {
+		return b.RateHz
+	}
+	return b.NoncriticalRateHz
+}
+
+// Lane is the lane a route of this criticality takes to the device now:
+// express for critical routes, unless the device is NONCRITICAL and
+// policy.demote_critical_routes.
+func (d *Device) Lane(c Criticality) Lane {
+	if c != Critical {
+		return LaneBatched
+	}
+	if Class(d.class.Load()) == ClassNoncritical && d.g.cfg.Policy.DemoteCriticalRoutes {
+		return LaneBatched
+	}
+	return LaneExpress
+}
+
+// Offer hands one sample to the device's lanes; Publish calls it for every
+// subscribed device. It never blocks.
+func (d *Device) Offer(s Sample, c Criticality) {
+	now := d.g.clock.Now()
+	if s.Time.IsZero() {
+		s.Time = now
+	}
+	d.offer(s, c, now)
+}
+
+func (d *Device) offer(s Sample, c Criticality, now time.Time) {
+	lane := d.Lane(c)
+	eg := d.egress()
+	switch mode := d.g.sup.Mode(); {
+	case mode == Emergency, mode == Degraded && lane == LaneBatched:
+		eg.stats.drop(lane, DropSuspended, 1)
+		eg.log.once(lane, DropSuspended, "forwarding suspended by the supervisor", slog.String("mode", mode.String()))
+		return
+	}
+	if lane == LaneExpress {
+		eg.offerExpress(s, now)
+	} else {
+		eg.offerBatched(s, now)
+	}
+}
+
+// refreshClass applies a change of effective class to the lanes' rates.
+func (d *Device) refreshClass(now time.Time) {
+	c := d.Classifier().Class()
+	d.mu.Lock()
+	changed := Class(d.class.Swap(uint32(c))) != c
+	eg, conf := d.eg, d.conf
+	d.mu.Unlock()
+	if changed {
+		eg.setBatchedRate(d.batchedRate(conf, c), now)
+	}
+}
+
+// probe sends one ping to a device whose responder subscribed to its ping
+// key; a device without a responder is not probed and stays UNKNOWN.
+func (d *Device) probe(now time.Time) {
+	name := d.probeName.Load()
+	if name == nil {
+		return
+	}
+	cls := d.Classifier()
+	ping := cls.Ping(now)
+	eg := d.egress()
+	eg.stats.probes.Add(1)
+	if err := d.sink.SendProbe(PingKey(*name), ping); err != nil && !errors.Is(err, ErrCongested) {
+		eg.log.once(LaneExpress, DropCongestion, "probe not sent", slog.Any("err", err))
+	}
+}
+
+func (d *Device) evaluate(now time.Time) {
+	if d.probeName.Load() == nil {
+		return // no responder: no readings, the class stays UNKNOWN (or the override)
+	}
+	cls := d.Classifier()
+	if d.g.cfg.Classifier.TCPInfo {
+		if ti, ok := d.sink.(TCPInfoSource); ok {
+			if info, err := ti.TCPInfo(); err == nil {
+				cls.ObserveTCP(info)
+			}
+		}
+	}
+	cls.Evaluate(now)
+	d.refreshClass(now)
+}
+
+// expressLoop sends express samples as they come, paced by the device's
+// express rate ceiling.
+func (d *Device) expressLoop() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		eg := d.egress()
+		s, ok, wait := eg.nextExpress(d.g.clock.Now())
+		if ok {
+			_ = eg.sendExpress(d.sink, s)
+			continue
+		}
+		var tc <-chan time.Time
+		if wait > 0 {
+			timer.Reset(wait)
+			tc = timer.C
+		}
+		select {
+		case <-d.g.ctx.Done():
+			return
+		case <-d.signalDone:
+			return
+		case <-eg.exp.signal:
+		case <-tc:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// batchLoop flushes the batched lane every FlushInterval.
+func (d *Device) batchLoop() {
+	t := time.NewTimer(d.flushInterval())
+	defer t.Stop()
+	var buf []Sample
+	for {
+		select {
+		case <-d.g.ctx.Done():
+			return
+		case <-d.signalDone:
+			return
+		case <-t.C:
+		}
+		buf = d.Flush(buf[:0])
+		t.Reset(d.flushInterval())
+	}
+}
+
+func (d *Device) flushInterval() time.Duration {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.shape.FlushInterval
+}
+
+// Flush runs one batched-lane flush now and hands the result to the sink;
+// it returns the slice it used (for reuse). batchLoop calls it on the
+// device's cadence; tests may call it directly.
+func (d *Device) Flush(buf []Sample) []Sample {
+	eg := d.egress()
+	out := eg.flush(d.g.clock.Now(), buf)
+	if len(out) > 0 {
+		eg.stats.flushes.Add(1)
+		eg.count(LaneBatched, len(out), d.sink.SendBatch(out))
+	}
+	clear(out)
+	return out
+}

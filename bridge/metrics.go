@@ -1,0 +1,181 @@
+package bridge
+
+import (
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metric names (docs/metrics.md lists each with its labels). Namespace
+// picobridge, subsystem bridge for the lanes and supervisor, device for the
+// per-device classifier (convention 19). The device label is bounded by
+// metrics.max_devices (beyond: OtherDevice).
+const (
+	MetricBuildInfo            = "picobridge_build_info"
+	MetricDeviceClass          = "picobridge_device_class"
+	MetricDeviceRTT            = "picobridge_device_rtt_seconds"
+	MetricDeviceLoss           = "picobridge_device_probe_loss_ratio"
+	MetricDeviceProbes         = "picobridge_device_probes_sent_total"
+	MetricDeviceTransitions    = "picobridge_device_class_transitions_total"
+	MetricDeviceAttached       = "picobridge_device_attached"
+	MetricForwarded            = "picobridge_bridge_samples_forwarded_total"
+	MetricDropped              = "picobridge_bridge_samples_dropped_total"
+	MetricQueueDepth           = "picobridge_bridge_queue_depth"
+	MetricFlushes              = "picobridge_bridge_batch_flushes_total"
+	MetricSinkErrors           = "picobridge_bridge_sink_errors_total"
+	MetricSupervisorMode       = "picobridge_bridge_supervisor_mode"
+	MetricSupervisorTransition = "picobridge_bridge_supervisor_transitions_total"
+	MetricQueueOccupancy       = "picobridge_bridge_queue_occupancy_ratio"
+)
+
+var (
+	descBuildInfo = prometheus.NewDesc(MetricBuildInfo,
+		"A metric with a constant '1' value labeled by version, revision and goversion from which picobridge was built.",
+		[]string{"version", "revision", "goversion"}, nil)
+	descClass = prometheus.NewDesc(MetricDeviceClass,
+		"1 for the device's effective class (critical, noncritical, unknown), 0 for the others.",
+		[]string{"device", "class"}, nil)
+	descRTT = prometheus.NewDesc(MetricDeviceRTT,
+		"Mean probe round-trip time of the device over the classifier window, device processing excluded.",
+		[]string{"device"}, nil)
+	descLoss = prometheus.NewDesc(MetricDeviceLoss,
+		"Probe loss of the device over the classifier window (0..1).",
+		[]string{"device"}, nil)
+	descProbes = prometheus.NewDesc(MetricDeviceProbes,
+		"Probe pings sent to the device.",
+		[]string{"device"}, nil)
+	descTransitions = prometheus.NewDesc(MetricDeviceTransitions,
+		"Changes of the device's effective class, by the class entered.",
+		[]string{"device", "to"}, nil)
+	descAttached = prometheus.NewDesc(MetricDeviceAttached,
+		"1 while the device has a session with the gateway.",
+		[]string{"device"}, nil)
+	descForwarded = prometheus.NewDesc(MetricForwarded,
+		"Samples handed to the device's link, per lane.",
+		[]string{"device", "lane"}, nil)
+	descDropped = prometheus.NewDesc(MetricDropped,
+		"Samples not forwarded to the device, per lane and reason (rate_limit, stale, oversize, ring_budget, queue_full, congestion, suspended).",
+		[]string{"device", "lane", "reason"}, nil)
+	descDepth = prometheus.NewDesc(MetricQueueDepth,
+		"Samples pending in the device's lane.",
+		[]string{"device", "lane"}, nil)
+	descFlushes = prometheus.NewDesc(MetricFlushes,
+		"Batched-lane flushes that sent at least one sample to the device.",
+		[]string{"device"}, nil)
+	descSinkErrors = prometheus.NewDesc(MetricSinkErrors,
+		"Errors of the device's link other than congestion.",
+		[]string{"device"}, nil)
+	descMode = prometheus.NewDesc(MetricSupervisorMode,
+		"1 for the supervisor's current mode (normal, degraded, emergency), 0 for the others.",
+		[]string{"mode"}, nil)
+	descSupTransitions = prometheus.NewDesc(MetricSupervisorTransition,
+		"Supervisor mode changes.",
+		nil, nil)
+	descOccupancy = prometheus.NewDesc(MetricQueueOccupancy,
+		"Samples pending in all lanes over what all lanes can hold, at the last supervisor evaluation (0..1).",
+		nil, nil)
+)
+
+// collector reads the gateway's counters at scrape time: counters live in
+// the devices (deviceStats), so nothing is double-booked and a device's
+// series keep counting across reconnections.
+type collector struct{ g *Gateway }
+
+func registerMetrics(r prometheus.Registerer, g *Gateway) error {
+	return r.Register(collector{g})
+}
+
+func (collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descBuildInfo, descClass, descRTT, descLoss, descProbes, descTransitions,
+		descAttached, descForwarded, descDropped, descDepth, descFlushes, descSinkErrors, descMode, descSupTransitions, descOccupancy} {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	g := c.g
+	now := g.clock.Now()
+	version := g.opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	ch <- prometheus.MustNewConstMetric(descBuildInfo, prometheus.GaugeValue, 1, version, g.opts.Revision, runtime.Version())
+
+	g.mu.RLock()
+	stats := make([]*deviceStats, 0, len(g.stats))
+	for _, s := range g.stats {
+		stats = append(stats, s)
+	}
+	g.mu.RUnlock()
+	for _, s := range stats {
+		for l := range numLanes {
+			ls := &s.lanes[l]
+			ch <- prometheus.MustNewConstMetric(descForwarded, prometheus.CounterValue, float64(ls.forwarded.Load()), s.label, l.String())
+			for r := range numReasons {
+				ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(ls.dropped[r].Load()), s.label, l.String(), r.String())
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(descFlushes, prometheus.CounterValue, float64(s.flushes.Load()), s.label)
+		ch <- prometheus.MustNewConstMetric(descSinkErrors, prometheus.CounterValue, float64(s.errors.Load()), s.label)
+		ch <- prometheus.MustNewConstMetric(descProbes, prometheus.CounterValue, float64(s.probes.Load()), s.label)
+		for to := range Class(len(s.trans)) {
+			ch <- prometheus.MustNewConstMetric(descTransitions, prometheus.CounterValue, float64(s.trans[to].Load()), s.label, to.Label())
+		}
+	}
+
+	// Gauges of attached devices; several devices may share OtherDevice:
+	// their depths add up, and class/RTT/loss are reported for named devices only.
+	attached := map[string]bool{}
+	depth := map[string]*[numLanes]int{}
+	reported := map[string]bool{}
+	for _, d := range g.Devices() {
+		eg := d.egress()
+		label := eg.stats.label
+		attached[label] = true
+		e, b, _ := eg.depth(now)
+		if depth[label] == nil {
+			depth[label] = &[numLanes]int{}
+		}
+		depth[label][LaneExpress] += e
+		depth[label][LaneBatched] += b
+		if label == OtherDevice || reported[label] {
+			continue
+		}
+		reported[label] = true
+		st := d.Classifier().Status()
+		for cl := range Class(3) {
+			v := 0.0
+			if cl == st.Class {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(descClass, prometheus.GaugeValue, v, label, cl.Label())
+		}
+		ch <- prometheus.MustNewConstMetric(descRTT, prometheus.GaugeValue, st.Reading.RTT.Seconds(), label)
+		ch <- prometheus.MustNewConstMetric(descLoss, prometheus.GaugeValue, st.Reading.Loss, label)
+	}
+	for _, s := range stats {
+		v := 0.0
+		if attached[s.label] {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descAttached, prometheus.GaugeValue, v, s.label)
+		dp := depth[s.label]
+		if dp == nil {
+			dp = &[numLanes]int{}
+		}
+		for l := range numLanes {
+			ch <- prometheus.MustNewConstMetric(descDepth, prometheus.GaugeValue, float64(dp[l]), s.label, l.String())
+		}
+	}
+
+	st := g.sup.Status()
+	for m := range SupervisorMode(3) {
+		v := 0.0
+		if m == st.Mode {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descMode, prometheus.GaugeValue, v, m.Label())
+	}
+	ch <- prometheus.MustNewConstMetric(descSupTransitions, prometheus.CounterValue, float64(st.Transitions))
+	ch <- prometheus.MustNewConstMetric(descOccupancy, prometheus.GaugeValue, st.Health.QueueOccupancy)
+}

@@ -1,0 +1,152 @@
+package bridge
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/picobridge/picobridge/knobs"
+)
+
+// Status endpoint paths (convention 14).
+const (
+	PathDevicez = "/devicez"
+	PathHealthz = "/healthz"
+	PathMetrics = "/metrics"
+)
+
+// DevicezOptions filter Devicez.
+type DevicezOptions struct {
+	// Device limits the answer to one device name; empty: all.
+	Device string
+	// Transitions includes each device's recorded class transitions.
+	Transitions bool
+}
+
+// DevicezResponse is the answer of /devicez and `picobridge status`.
+type DevicezResponse struct {
+	Now        time.Time        `json:"now"`
+	Supervisor SupervisorStatus `json:"supervisor"`
+	Devices    []DeviceStatus   `json:"devices"`
+}
+
+// DeviceStatus is one device's state.
+type DeviceStatus struct {
+	Name       string           `json:"name"`
+	ZID        string           `json:"zid,omitempty"`
+	Configured bool             `json:"configured"`
+	Platform   string           `json:"platform"`
+	Board      string           `json:"board,omitempty"`
+	Capacity   knobs.Capacity   `json:"capacity"`
+	Shaping    Shaping          `json:"shaping"`
+	Classifier ClassifierStatus `json:"classifier"`
+	// BatchedRateHz is the batched lane's token bucket rate now.
+	BatchedRateHz float64               `json:"batched_rate_hz"`
+	Subscriptions []string              `json:"subscriptions"`
+	Lanes         map[string]LaneStatus `json:"lanes"` // "express", "batched"
+}
+
+// LaneStatus is one lane's counters and depth.
+type LaneStatus struct {
+	Depth     int               `json:"depth"`
+	Forwarded uint64            `json:"forwarded"`
+	Dropped   map[string]uint64 `json:"dropped"` // by reason; zero reasons left out
+	Lag       time.Duration     `json:"lag_ns,omitempty"`
+}
+
+// Devicez reports every attached device (or one, opts.Device).
+func (g *Gateway) Devicez(opts DevicezOptions) DevicezResponse {
+	now := g.clock.Now()
+	r := DevicezResponse{Now: now, Supervisor: g.sup.Status(), Devices: []DeviceStatus{}}
+	for _, d := range g.Devices() {
+		if opts.Device != "" && d.Name() != opts.Device {
+			continue
+		}
+		r.Devices = append(r.Devices, d.status(now, opts.Transitions))
+	}
+	return r
+}
+
+func (d *Device) status(now time.Time, transitions bool) DeviceStatus {
+	d.mu.RLock()
+	s := DeviceStatus{Name: d.name, ZID: d.zid, Configured: d.conf != nil, Capacity: d.capa, Shaping: d.shape,
+		Subscriptions: append([]string{}, d.subs...)}
+	if d.resolved != nil && d.resolved.Platform != nil {
+		s.Platform = d.resolved.Platform.Name()
+	}
+	if d.resolved != nil && d.resolved.Board != nil {
+		s.Board = d.resolved.Board.Name()
+	}
+	eg, cls := d.eg, d.cls
+	d.mu.RUnlock()
+	s.Classifier = cls.Status()
+	if !transitions {
+		s.Classifier.History = nil
+	}
+	eg.bat.mu.Lock()
+	s.BatchedRateHz = eg.bat.rate
+	eg.bat.mu.Unlock()
+	e, b, lag := eg.depth(now)
+	s.Lanes = map[string]LaneStatus{}
+	for l := range numLanes {
+		ls := LaneStatus{Forwarded: eg.stats.lanes[l].forwarded.Load(), Dropped: map[string]uint64{}}
+		for r := range numReasons {
+			if n := eg.stats.lanes[l].dropped[r].Load(); n > 0 {
+				ls.Dropped[r.String()] = n
+			}
+		}
+		if l == LaneExpress {
+			ls.Depth, ls.Lag = e, lag
+		} else {
+			ls.Depth = b
+		}
+		s.Lanes[l.String()] = ls
+	}
+	return s
+}
+
+// HandleDevicez serves Devicez as JSON; query parameters device=NAME and
+// transitions=1.
+func (g *Gateway) HandleDevicez(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	writeJSON(w, http.StatusOK, g.Devicez(DevicezOptions{Device: q.Get("device"), Transitions: q.Get("transitions") == "1" || q.Get("transitions") == "true"}))
+}
+
+// HealthzResponse is the answer of /healthz.
+type HealthzResponse struct {
+	Status string         `json:"status"` // "ok", "degraded" or "emergency"
+	Mode   SupervisorMode `json:"mode"`
+	Uptime time.Duration  `json:"uptime_ns"`
+}
+
+// Healthz is the gateway's liveness: ok in NORMAL, degraded in DEGRADED
+// (still 200: critical forwarding runs), emergency in EMERGENCY (503).
+func (g *Gateway) Healthz() HealthzResponse {
+	m := g.sup.Mode()
+	return HealthzResponse{Status: map[SupervisorMode]string{Normal: "ok", Degraded: "degraded", Emergency: "emergency"}[m],
+		Mode: m, Uptime: g.clock.Now().Sub(g.started)}
+}
+
+// HandleHealthz serves Healthz: 200 unless EMERGENCY (503).
+func (g *Gateway) HandleHealthz(w http.ResponseWriter, r *http.Request) {
+	h := g.Healthz()
+	code := http.StatusOK
+	if h.Mode == Emergency {
+		code = http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, h)
+}
+
+// Diagnostics is what the lead publishes in EMERGENCY (and on demand): the
+// supervisor's state and every device's.
+func (g *Gateway) Diagnostics() DevicezResponse {
+	return g.Devicez(DevicezOptions{Transitions: true})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

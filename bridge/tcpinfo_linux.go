@@ -1,0 +1,34 @@
+//go:build linux
+
+package bridge
+
+import (
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReadTCPInfo reads TCP_INFO from conn's socket.
+func ReadTCPInfo(conn *net.TCPConn) (TCPInfo, error) {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return TCPInfo{}, err
+	}
+	var ti *unix.TCPInfo
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		ti, serr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil {
+		return TCPInfo{}, err
+	}
+	if serr != nil {
+		return TCPInfo{}, serr
+	}
+	return TCPInfo{
+		RTT:          time.Duration(ti.Rtt) * time.Microsecond,
+		RTTVar:       time.Duration(ti.Rttvar) * time.Microsecond,
+		TotalRetrans: uint64(ti.Total_retrans),
+		SegsOut:      uint64(ti.Segs_out),
+	}, nil
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/picobridge/picobridge/zenohpath"
+	"github.com/picobridge/picobridge/zenohpath/transport"
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+func init() { subcommands = append(subcommands, newRouterCommand) }
+
+// routerOptions are the flags of `picobridge router` (zenohd-style).
+type routerOptions struct {
+	listen   []string
+	connect  []string
+	id       string
+	lease    time.Duration
+	batch    uint16
+	logLevel string
+	metrics  string
+}
+
+func newRouterCommand() *cobra.Command {
+	var o routerOptions
+	cmd := &cobra.Command{
+		Use:   "router",
+		Short: "Run a plain Zenoh router for zenoh-pico devices and Zenoh clients",
+		Long: `Runs a Zenoh 1.x (protocol 0x09) router. zenoh-pico devices and Zenoh clients
+connect to its listen endpoints; with -e it also connects, as a client, to
+upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`,
+		Example: `  picobridge router -l tcp/0.0.0.0:7447
+  picobridge router -l tcp/0.0.0.0:7447 -l udp/0.0.0.0:7447 -e tcp/10.0.0.1:7447 --id 1234abcd`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runRouter(ctx, o, cmd.ErrOrStderr(), nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&o.listen, "listen", "l", []string{"tcp/0.0.0.0:7447"}, "endpoint to listen on (repeatable): tcp/HOST:PORT or udp/HOST:PORT")
+	f.StringArrayVarP(&o.connect, "connect", "e", nil, "upstream router endpoint to connect to as a client (repeatable)")
+	f.StringVar(&o.id, "id", "", "Zenoh ID in hex as zenohd prints it (1 to 32 hex digits); default random")
+	f.DurationVar(&o.lease, "lease", transport.DefaultLease, "lease announced to peers")
+	f.Uint16Var(&o.batch, "batch-size", transport.DefaultBatchSize, "largest batch accepted, bytes (2-byte TCP prefix included)")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics and the JSON status /routerz on this address (e.g. 127.0.0.1:9464); off when empty")
+	return cmd
+}
+
+// parseZID parses a ZID written as zenohd prints it: the 128-bit integer in
+// hex, most significant digit first (wire.ZID.String).
+func parseZID(s string) (wire.ZID, error) {
+	s = strings.TrimPrefix(strings.ToLower(s), "0x")
+	if s == "" || len(s) > 32 {
+		return wire.ZID{}, fmt.Errorf("--id %q: want 1 to 32 hex digits", s)
+	}
+	if len(s)%2 == 1 {
+		s = "0" + s
+	}
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return wire.ZID{}, fmt.Errorf("--id %q: %w", s, err)
+	}
+	for len(b) > 1 && b[0] == 0 {
+		b = b[1:]
+	}
+	if len(b) == 1 && b[0] == 0 {
+		return wire.ZID{}, fmt.Errorf("--id: must not be zero")
+	}
+	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+		b[i], b[j] = b[j], b[i]
+	}
+	return wire.NewZID(b)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// runRouter runs the router until ctx is done. ready, if set, receives the
+// router once every listener is up (tests).
+func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]byte) (int, error) }, ready func(*zenohpath.Router, []string)) error {
+	level, err := parseLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	cfg := zenohpath.RouterConfig{Logger: log, Transport: transport.Config{Lease: o.lease, BatchSize: o.batch}}
+	if o.id != "" {
+		if cfg.ZID, err = parseZID(o.id); err != nil {
+			return err
+		}
+	}
+	reg := prometheus.NewRegistry()
+	if cfg.Metrics, err = zenohpath.NewMetrics(reg); err != nil {
+		return err
+	}
+	if cfg.Transport.Metrics, err = transport.NewMetrics(reg); err != nil {
+		return err
+	}
+	r := zenohpath.NewRouter(cfg)
+	defer r.Close()
+	log.Info("picobridge router starting", "zid", r.ZID().String(), "version", version)
+	var eps []string
+	for _, ep := range o.listen {
+		ln, err := r.Listen(ctx, ep)
+		if err != nil {
+			return err
+		}
+		eps = append(eps, ln.Endpoint())
+	}
+	for _, ep := range o.connect {
+		if err := r.Connect(ctx, ep, false); err != nil {
+			return err
+		}
+	}
+	if o.metrics != "" {
+		ln, err := net.Listen("tcp", o.metrics)
+		if err != nil {
+			return fmt.Errorf("--metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc(zenohpath.StatusPath, r.HandleStatus)
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		log.Info("metrics", "addr", ln.Addr().String())
+	}
+	if ready != nil {
+		ready(r, eps)
+	}
+	<-ctx.Done()
+	log.Info("shutting down", "cause", context.Cause(ctx))
+	if err := r.Close(); err != nil && !errors.Is(err, zenohpath.ErrClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

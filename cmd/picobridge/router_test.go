@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/zenohpath"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestParseZID(t *testing.T) {
+	z, err := parseZID("1234abcd")
+	require.NoError(t, err)
+	require.Equal(t, "1234abcd", z.String())
+	require.Equal(t, "cdab3412", z.Hex())
+	_, err = parseZID("0")
+	require.Error(t, err)
+	_, err = parseZID("xyz")
+	require.Error(t, err)
+}
+
+// TestRouterCommand runs `picobridge router` on a free port, routes a sample
+// between two client sessions, and stops on context cancellation (what
+// SIGINT/SIGTERM do), closing the sessions' links.
+func TestRouterCommand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	readyCh := make(chan []string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runRouter(ctx, routerOptions{listen: []string{"tcp/127.0.0.1:0"}, id: "abc123", lease: 10 * time.Second, batch: 65535, logLevel: "debug"},
+			&logs, func(r *zenohpath.Router, eps []string) { readyCh <- eps })
+	}()
+	var eps []string
+	select {
+	case eps = <-readyCh:
+	case err := <-done:
+		t.Fatalf("router exited: %v", err)
+	}
+	s1, err := zenohpath.Open(ctx, zenohpath.Config{Connect: eps})
+	require.NoError(t, err)
+	defer s1.Close()
+	sub, err := s1.DeclareSubscriberChan("a/**", 4)
+	require.NoError(t, err)
+	s2, err := zenohpath.Open(ctx, zenohpath.Config{Connect: eps})
+	require.NoError(t, err)
+	defer s2.Close()
+	pub, err := s2.DeclarePublisher("a/b", zenohpath.PublisherOptions{})
+	require.NoError(t, err)
+	for !pub.HasMatchingSubscribers() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, pub.Put([]byte("hi"), nil))
+	select {
+	case smp := <-sub.Samples():
+		require.Equal(t, "hi", string(smp.Payload()))
+	case <-time.After(5 * time.Second):
+		t.Fatal("no sample")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("router did not stop")
+	}
+	require.Contains(t, logs.String(), "zid=abc123")
+	require.True(t, strings.Contains(logs.String(), "stopped"))
+}
+
+func TestRouterCommandFlags(t *testing.T) {
+	cmd := newRouterCommand()
+	require.NoError(t, cmd.ParseFlags([]string{"-l", "tcp/127.0.0.1:7447", "-l", "udp/127.0.0.1:7447", "-e", "tcp/10.0.0.1:7447", "--lease", "3s"}))
+	l, _ := cmd.Flags().GetStringArray("listen")
+	require.Equal(t, []string{"tcp/127.0.0.1:7447", "udp/127.0.0.1:7447"}, l)
+	e, _ := cmd.Flags().GetStringArray("connect")
+	require.Equal(t, []string{"tcp/10.0.0.1:7447"}, e)
+	err := runRouter(context.Background(), routerOptions{logLevel: "loud"}, &syncBuffer{}, nil)
+	require.ErrorContains(t, err, "--log-level")
+}

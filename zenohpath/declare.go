@@ -1,0 +1,239 @@
+package zenohpath
+
+import (
+	"sort"
+
+	"github.com/picobridge/picobridge/zenohpath/keyexpr"
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+// kind is the kind of a declared entity.
+type kind uint8
+
+const (
+	kindSub kind = iota // subscriber
+	kindQbl             // queryable
+	kindTok             // liveliness token
+	numKinds
+)
+
+// Metric labels for routed control messages.
+const (
+	kindDeclareLabel  = "declare"
+	kindInterestLabel = "interest"
+)
+
+func (k kind) option() wire.InterestOptions {
+	switch k {
+	case kindSub:
+		return wire.InterestSubscribers
+	case kindQbl:
+		return wire.InterestQueryables
+	}
+	return wire.InterestTokens
+}
+
+// entity is a subscriber, queryable or token declared by a face.
+type entity struct {
+	kind     kind
+	face     *face
+	id       uint32 // the declaring face's id
+	gid      uint32 // router-wide id, used when declaring it to other faces
+	key      string
+	complete bool // queryables
+}
+
+func sortedEntities(m map[uint32]*entity) []*entity {
+	out := make([]*entity, 0, len(m))
+	for _, e := range m {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].gid < out[j].gid })
+	return out
+}
+
+// declBody is the declaration of e as the router announces it: gid, full key.
+func declBody(k kind, gid uint32, key string, complete bool) wire.DeclarationBody {
+	switch k {
+	case kindSub:
+		return &wire.DeclareSubscriber{ID: gid, WireExpr: wireKey(key)}
+	case kindQbl:
+		d := &wire.DeclareQueryable{ID: gid, WireExpr: wireKey(key)}
+		if complete {
+			d.HasInfo, d.Complete = true, true
+		}
+		return d
+	}
+	return &wire.DeclareToken{ID: gid, WireExpr: wireKey(key)}
+}
+
+func undeclBody(k kind, gid uint32) wire.DeclarationBody {
+	switch k {
+	case kindSub:
+		return &wire.UndeclareSubscriber{ID: gid}
+	case kindQbl:
+		return &wire.UndeclareQueryable{ID: gid}
+	}
+	return &wire.UndeclareToken{ID: gid}
+}
+
+// handleDeclare applies one declaration from f (§9.6).
+func (r *Router) handleDeclare(f *face, d *wire.Declare) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f.closed {
+		return
+	}
+	switch b := d.Body.(type) {
+	case *wire.DeclareKeyExpr:
+		// The body's scope (if any) is the sender's (pico); Rust always uses 0.
+		we := b.WireExpr
+		we.Mapping = wire.MappingSender
+		key, ok := f.resolve(we)
+		if !ok {
+			r.metrics.droppedInc(dropUnresolved)
+			f.log.Debug("declare keyexpr: unresolved", "id", b.ID, "wire_expr", we.String())
+			return
+		}
+		f.remoteKeys[b.ID] = key
+	case *wire.UndeclareKeyExpr:
+		delete(f.remoteKeys, b.ID)
+	case *wire.DeclareSubscriber:
+		r.declareEntity(f, kindSub, b.ID, b.WireExpr, false)
+	case *wire.UndeclareSubscriber:
+		r.undeclareEntity(f, kindSub, b.ID)
+	case *wire.DeclareQueryable:
+		r.declareEntity(f, kindQbl, b.ID, b.WireExpr, b.Complete)
+	case *wire.UndeclareQueryable:
+		r.undeclareEntity(f, kindQbl, b.ID)
+	case *wire.DeclareToken:
+		r.declareEntity(f, kindTok, b.ID, b.WireExpr, false)
+	case *wire.UndeclareToken:
+		r.undeclareEntity(f, kindTok, b.ID)
+	case *wire.DeclareFinal:
+		if d.HasInterestID && f.upstream && d.InterestID == f.upInterest && !f.readyDone {
+			f.readyDone = true
+			close(f.ready)
+		}
+	}
+}
+
+// declareEntity records an entity of f and tells the faces that want it.
+// Caller holds r.mu.
+func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, complete bool) {
+	key, ok := f.resolve(we)
+	if !ok {
+		r.metrics.droppedInc(dropUnresolved)
+		f.log.Debug("declare: unresolved key", "kind", k, "id", id, "wire_expr", we.String())
+		return
+	}
+	if old := f.ents[k][id]; old != nil {
+		if old.key == key && old.complete == complete {
+			return // re-declaration (e.g. the Current reply and a Future one)
+		}
+		r.removeEntity(old)
+	}
+	r.nextGID++
+	e := &entity{kind: k, face: f, id: id, gid: r.nextGID, key: key, complete: complete}
+	if k == kindSub {
+		clear(r.subRoutes)
+	}
+	f.ents[k][id] = e
+	r.ents[k][e.gid] = e
+	f.log.Debug("declared", "kind", k, "id", id, "key", key)
+	for _, g := range r.sortedFaces() {
+		if g == f || g.closed {
+			continue
+		}
+		if g.upstream && !f.upstream {
+			r.declareTo(g, e, nil)
+			continue
+		}
+		for _, in := range g.sortedInterests() {
+			if !in.future() || !in.wants(k, key) {
+				continue
+			}
+			if in.aggregates(k) {
+				r.updateAggregate(in, k)
+			} else {
+				r.declareTo(g, e, nil)
+			}
+		}
+	}
+}
+
+// undeclareEntity removes an entity of f by its id. Caller holds r.mu.
+func (r *Router) undeclareEntity(f *face, k kind, id uint32) {
+	if e := f.ents[k][id]; e != nil {
+		r.removeEntity(e)
+	}
+}
+
+// removeEntity forgets e and undeclares it where it was declared; aggregated
+// interests that lose their last match are undeclared too. Caller holds r.mu.
+func (r *Router) removeEntity(e *entity) {
+	delete(e.face.ents[e.kind], e.id)
+	delete(r.ents[e.kind], e.gid)
+	if e.kind == kindSub {
+		clear(r.subRoutes)
+	}
+	for _, g := range r.sortedFaces() {
+		if g == e.face || g.closed {
+			continue
+		}
+		if g.sent[e.kind][e.gid] {
+			delete(g.sent[e.kind], e.gid)
+			g.send(&wire.Declare{Body: undeclBody(e.kind, e.gid)}, controlOptions, kindDeclareLabel)
+		}
+		for _, in := range g.sortedInterests() {
+			if in.future() && in.aggregates(e.kind) && in.wants(e.kind, e.key) {
+				r.updateAggregate(in, e.kind)
+			}
+		}
+	}
+}
+
+// declareTo declares e to g: as a reply to interest iid when iid != nil
+// (Declare with I), else as a future declaration, at most once per face.
+// Caller holds r.mu.
+func (r *Router) declareTo(g *face, e *entity, iid *uint32) {
+	d := &wire.Declare{Body: declBody(e.kind, e.gid, e.key, e.complete)}
+	if iid != nil {
+		d.HasInterestID, d.InterestID = true, *iid
+	} else {
+		if g.sent[e.kind][e.gid] {
+			return
+		}
+		g.sent[e.kind][e.gid] = true
+	}
+	g.send(d, controlOptions, kindDeclareLabel)
+}
+
+// sortedFaces returns the open faces in creation order (deterministic output).
+// Caller holds r.mu.
+func (r *Router) sortedFaces() []*face {
+	out := make([]*face, 0, len(r.faces))
+	for _, f := range r.faces {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// anyMatch reports whether an entity of kind k of a face other than f
+// intersects key (key "" = any). complete reports whether one of them is a
+// complete queryable. Caller holds r.mu.
+func (r *Router) anyMatch(k kind, key string, f *face) (found, complete bool) {
+	for _, e := range r.ents[k] {
+		if e.face == f || e.face.closed {
+			continue
+		}
+		if key == "" || keyexpr.Intersects(e.key, key) {
+			found = true
+			if e.complete {
+				complete = true
+			}
+		}
+	}
+	return found, complete
+}

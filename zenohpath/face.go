@@ -1,0 +1,172 @@
+package zenohpath
+
+import (
+	"errors"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/picobridge/picobridge/zenohpath/keyexpr"
+	"github.com/picobridge/picobridge/zenohpath/transport"
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+// link is what a face sends through: a transport session, or the in-process
+// link of a Session. send must not call back into the Router; close may (it
+// ends with Router.removeFace) and is never called with Router.mu held.
+type link interface {
+	send(m wire.NetworkMessage, o sendOptions) error
+	close()
+}
+
+// sendOptions mirrors transport.SendOptions.
+type sendOptions struct {
+	Reliable bool
+	Express  bool
+	Block    bool
+	Priority wire.Priority
+}
+
+// dataOptions maps a routed message's QoS (ext 0x21, §8.1) onto the send:
+// express stays express, congestion control BLOCK waits for room (bounded by
+// the transport's block timeout), DROP drops when the face is congested.
+func dataOptions(q wire.QoS) sendOptions {
+	return sendOptions{
+		Reliable: true,
+		Express:  q.Express(),
+		Block:    q.CongestionControl() == wire.CongestionBlock,
+		Priority: q.Priority(),
+	}
+}
+
+// controlOptions is used for declarations, interests and their replies
+// (Rust sends them as Control + Block, §8.1).
+var controlOptions = sendOptions{Reliable: true, Block: true, Priority: wire.PriorityControl}
+
+// face is one peer of the router. Fields after the first group are guarded by
+// Router.mu.
+type face struct {
+	r        *Router
+	id       uint64
+	link     link
+	zid      wire.ZID
+	whatami  wire.WhatAmI
+	upstream bool // we are the client of this face: declare our entities to it
+	log      *slog.Logger
+
+	// congested is set when a BLOCK send timed out (the face is not
+	// draining); until a send succeeds again, BLOCK sends to it are made as
+	// DROP so that one stuck face costs the router one block timeout per
+	// episode, not one per message (architecture invariant 1).
+	congested atomic.Bool
+
+	closed     bool
+	remoteKeys map[uint16]string            // key ids the peer declared (resolve M=1 from it)
+	localKeys  map[uint16]string            // key ids we declared to the peer (resolve M=0 from it)
+	ents       [numKinds]map[uint32]*entity // by the peer's entity id
+	interests  map[uint32]*interest         // interests the peer sent us (Future part)
+	sent       [numKinds]map[uint32]bool    // gids declared to this face
+	pending    map[uint32]*query            // request ids we used towards this face
+	originated map[*query]struct{}          // queries this face sent us, still open
+	nextRid    uint32
+
+	// upstream only: our interest towards it, and ready closed on its DeclareFinal.
+	upInterest uint32
+	ready      chan struct{}
+	readyDone  bool
+}
+
+func newFace(r *Router, l link, zid wire.ZID, w wire.WhatAmI, upstream bool) *face {
+	f := &face{
+		r: r, link: l, zid: zid, whatami: w, upstream: upstream,
+		remoteKeys: map[uint16]string{},
+		localKeys:  map[uint16]string{},
+		interests:  map[uint32]*interest{},
+		pending:    map[uint32]*query{},
+		originated: map[*query]struct{}{},
+		ready:      make(chan struct{}),
+	}
+	for k := range f.ents {
+		f.ents[k] = map[uint32]*entity{}
+		f.sent[k] = map[uint32]bool{}
+	}
+	return f
+}
+
+// resolve turns a WireExpr received from this face into a canonical key
+// (§9.1): scope 0 is no prefix; M=1 (MappingSender) means the peer declared the
+// scope id, M=0 that we did.
+func (f *face) resolve(w wire.WireExpr) (string, bool) {
+	key := w.Suffix
+	if w.Scope != 0 {
+		tbl := f.localKeys
+		if w.Mapping == wire.MappingSender {
+			tbl = f.remoteKeys
+		}
+		prefix, ok := tbl[w.Scope]
+		if !ok {
+			return "", false
+		}
+		key = prefix + w.Suffix
+	}
+	if key == "" {
+		return "", false
+	}
+	if !keyexpr.IsCanonical(key) {
+		c, err := keyexpr.Canonize(key)
+		if err != nil {
+			return "", false
+		}
+		key = c
+	}
+	return key, true
+}
+
+// send sends m to the face and counts it; kind is the metrics label.
+func (f *face) send(m wire.NetworkMessage, o sendOptions, kind string) {
+	if o.Block && f.congested.Load() {
+		o.Block = false
+	}
+	err := f.link.send(m, o)
+	switch {
+	case err == nil:
+		if f.congested.Load() {
+			f.congested.Store(false)
+			f.log.Info("face drains again")
+		}
+		f.r.metrics.routedInc(kind)
+		return
+	case errors.Is(err, transport.ErrBlockTimeout):
+		if !f.congested.Swap(true) {
+			f.log.Warn("face congested: blocking sends to it become drops until it drains", "kind", kind)
+		}
+		f.r.metrics.droppedInc(dropCongestion)
+	case errors.Is(err, transport.ErrQueueFull), errors.Is(err, errLocalFull):
+		f.r.metrics.droppedInc(dropQueueFull)
+	case errors.Is(err, transport.ErrClosed), errors.Is(err, ErrClosed):
+		f.r.metrics.droppedInc(dropClosed)
+	default:
+		f.r.metrics.droppedInc(dropSendFailed)
+	}
+	f.log.Debug("send failed", "kind", kind, "err", err)
+}
+
+func (f *face) String() string {
+	return "face " + itoa(f.id) + " " + f.whatami.String() + " " + f.zid.String()
+}
+
+func itoa(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// wireKey is the WireExpr the router sends: scope 0 and the full key, which
+// every peer accepts (§12.3).
+func wireKey(key string) wire.WireExpr { return wire.WireExpr{Suffix: key} }

@@ -1,0 +1,336 @@
+package zenohpath
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/picobridge/picobridge/zenohpath/keyexpr"
+	"github.com/picobridge/picobridge/zenohpath/transport"
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+// maxRouteCache bounds the PUSH route cache (entries, one per distinct key).
+const maxRouteCache = 4096
+
+// DefaultQueryTimeout bounds a routed query whose REQUEST carries no Timeout
+// ext (zenoh-pico Z_GET_TIMEOUT_DEFAULT and Rust's default: 10 s, §14.2).
+const DefaultQueryTimeout = 10 * time.Second
+
+// RouterConfig configures a Router. The zero value is usable.
+type RouterConfig struct {
+	// ZID is the router's Zenoh ID; zero = 16 random bytes.
+	ZID wire.ZID
+	// Logger receives router logs; nil = discard.
+	Logger *slog.Logger
+	// Metrics is optional (see NewMetrics).
+	Metrics *Metrics
+	// QueryTimeout applies to REQUESTs without a Timeout ext; 0 = DefaultQueryTimeout.
+	QueryTimeout time.Duration
+	// WhatAmI is the role announced to the sessions we accept: router (the
+	// zero value) or peer.
+	WhatAmI wire.WhatAmI
+	// DialAs is the role announced when we connect to an upstream router:
+	// client (the zero value means client) or peer.
+	DialAs wire.WhatAmI
+	// Transport configures every session (lease, batch size, queues...);
+	// ZID and WhatAmI are set by the router.
+	Transport transport.Config
+}
+
+// Router routes Zenoh network messages between faces. Create it with
+// NewRouter; attach transport sessions with Serve/Listen/Connect (server.go) or
+// in-process sessions with Open.
+type Router struct {
+	zid          wire.ZID
+	log          *slog.Logger
+	metrics      *Metrics
+	queryTimeout time.Duration
+	whatami      wire.WhatAmI
+	dialWhatAmI  wire.WhatAmI
+	tcfg         transport.Config
+	ctx          context.Context // cancelled by Close
+	cancel       context.CancelFunc
+
+	mu       sync.Mutex
+	closed   bool
+	faces    map[uint64]*face
+	nextFace uint64
+	ents     [numKinds]map[uint32]*entity // by gid
+	nextGID  uint32
+	// subRoutes caches, per PUSH key, the faces with an intersecting
+	// subscriber (all faces; the sender is skipped when routing). Cleared on
+	// every subscriber change; bounded by maxRouteCache entries.
+	subRoutes map[string][]*face
+
+	wg        sync.WaitGroup // goroutines owned by the router (listeners, dialers)
+	closers   []func()       // run by Close (listeners, upstream sessions)
+	listeners []string       // endpoints listened on
+	done      chan struct{}
+}
+
+// NewRouter creates a router with no faces.
+func NewRouter(cfg RouterConfig) *Router {
+	if cfg.ZID.IsZero() {
+		cfg.ZID = RandomZID()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.QueryTimeout <= 0 {
+		cfg.QueryTimeout = DefaultQueryTimeout
+	}
+	r := &Router{
+		zid:          cfg.ZID,
+		log:          cfg.Logger,
+		metrics:      cfg.Metrics,
+		queryTimeout: cfg.QueryTimeout,
+		whatami:      cfg.WhatAmI,
+		dialWhatAmI:  cfg.DialAs,
+		tcfg:         cfg.Transport,
+		faces:        map[uint64]*face{},
+		subRoutes:    map[string][]*face{},
+		done:         make(chan struct{}),
+	}
+	if r.dialWhatAmI == wire.WhatAmIRouter {
+		r.dialWhatAmI = wire.WhatAmIClient
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	for k := range r.ents {
+		r.ents[k] = map[uint32]*entity{}
+	}
+	return r
+}
+
+// RandomZID returns a random 16-byte Zenoh ID.
+func RandomZID() wire.ZID {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[15] |= 1 // non-zero, full length
+	return wire.MustZID(b[:])
+}
+
+// ZID returns the router's Zenoh ID.
+func (r *Router) ZID() wire.ZID { return r.zid }
+
+// Close closes every listener and face and waits for the router's goroutines.
+func (r *Router) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		r.wg.Wait()
+		return nil
+	}
+	r.closed = true
+	close(r.done)
+	r.cancel()
+	closers := r.closers
+	r.closers = nil
+	faces := make([]*face, 0, len(r.faces))
+	for _, f := range r.faces {
+		faces = append(faces, f)
+	}
+	r.mu.Unlock()
+	for _, c := range closers {
+		c()
+	}
+	for _, f := range faces {
+		f.link.close()
+		r.removeFace(f)
+	}
+	r.wg.Wait()
+	return nil
+}
+
+// FaceInfo describes one face, for status and tests.
+type FaceInfo struct {
+	ID          uint64 `json:"id"`
+	ZID         string `json:"zid"`
+	WhatAmI     string `json:"whatami"`
+	Upstream    bool   `json:"upstream"`
+	Subscribers int    `json:"subscribers"`
+	Queryables  int    `json:"queryables"`
+	Tokens      int    `json:"tokens"`
+	Interests   int    `json:"interests"`
+	Pending     int    `json:"pending_queries"`
+}
+
+// Faces lists the open faces.
+func (r *Router) Faces() []FaceInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]FaceInfo, 0, len(r.faces))
+	for _, f := range r.faces {
+		out = append(out, FaceInfo{
+			ID: f.id, ZID: f.zid.String(), WhatAmI: f.whatami.String(), Upstream: f.upstream,
+			Subscribers: len(f.ents[kindSub]), Queryables: len(f.ents[kindQbl]), Tokens: len(f.ents[kindTok]),
+			Interests: len(f.interests), Pending: len(f.pending),
+		})
+	}
+	return out
+}
+
+// addFace registers a face for link l. For an upstream face it declares every
+// entity of the other (non-upstream) faces and sends our unrestricted
+// CurrentFuture interest (§9.7); f.ready closes on its DeclareFinal.
+func (r *Router) addFace(l link, zid wire.ZID, w wire.WhatAmI, upstream bool) (*face, bool) {
+	f := newFace(r, l, zid, w, upstream)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, false
+	}
+	r.nextFace++
+	f.id = r.nextFace
+	f.log = r.log.With("face", f.id, "zid", zid.String(), "whatami", w.String())
+	r.faces[f.id] = f
+	r.metrics.faceAdded(1)
+	f.log.Info("face opened", "upstream", upstream)
+	if upstream {
+		for k := range r.ents {
+			for _, e := range sortedEntities(r.ents[k]) {
+				if !e.face.upstream {
+					r.declareTo(f, e, nil)
+				}
+			}
+		}
+		f.upInterest = 1
+		f.send(&wire.Interest{
+			Mode: wire.InterestCurrentFuture, ID: f.upInterest,
+			Options: wire.InterestKeyExprs | wire.InterestSubscribers | wire.InterestQueryables | wire.InterestTokens,
+		}, controlOptions, kindInterestLabel)
+	}
+	return f, true
+}
+
+// removeFace forgets a face: undeclares everything it declared towards the
+// faces that were told, finishes the queries it was a target of, and cancels
+// the ones it originated. Safe to call more than once.
+func (r *Router) removeFace(f *face) {
+	r.mu.Lock()
+	if f.closed {
+		r.mu.Unlock()
+		return
+	}
+	f.closed = true
+	delete(r.faces, f.id)
+	r.metrics.faceAdded(-1)
+	for k := range f.ents {
+		for _, e := range sortedEntities(f.ents[k]) {
+			r.removeEntity(e)
+		}
+	}
+	f.interests = map[uint32]*interest{}
+	var finals []*query
+	for rid, q := range f.pending {
+		delete(f.pending, rid)
+		delete(q.targets, f)
+		if len(q.targets) == 0 && q.finish() {
+			finals = append(finals, q)
+		}
+	}
+	for q := range f.originated {
+		q.cancel()
+	}
+	if !f.readyDone {
+		f.readyDone = true
+		close(f.ready)
+	}
+	r.mu.Unlock()
+	f.log.Info("face closed")
+	for _, q := range finals {
+		q.sendFinal()
+	}
+}
+
+// handle routes one network message received from f. m is only valid during
+// the call.
+func (r *Router) handle(f *face, m wire.NetworkMessage) { r.route(f, m, true) }
+
+// route is handle with the reliability of the message: transport sessions
+// do not report the FRAME's R flag, so their messages count as reliable;
+// in-process sessions pass their publisher's choice.
+func (r *Router) route(f *face, m wire.NetworkMessage, reliable bool) {
+	switch m := m.(type) {
+	case *wire.Push:
+		r.handlePush(f, m, reliable)
+	case *wire.Request:
+		r.handleRequest(f, m)
+	case *wire.Response:
+		r.handleResponse(f, m)
+	case *wire.ResponseFinal:
+		r.handleResponseFinal(f, m)
+	case *wire.Declare:
+		r.handleDeclare(f, m)
+	case *wire.Interest:
+		r.handleInterest(f, m)
+	case *wire.NetworkOAM:
+		// router↔router link state: not used with clients (§9.8)
+	}
+}
+
+// handlePush sends a PUSH to every other face with an intersecting
+// subscriber, each once, with the sender's QoS (§12.3).
+func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
+	r.mu.Lock()
+	if f.closed {
+		r.mu.Unlock()
+		return
+	}
+	key, ok := f.resolve(m.WireExpr)
+	if !ok {
+		r.mu.Unlock()
+		r.metrics.droppedInc(dropUnresolved)
+		f.log.Debug("push: unresolved key", "wire_expr", m.WireExpr.String())
+		return
+	}
+	targets := r.subRoutes[key]
+	if targets == nil {
+		targets = r.matchingFaces(kindSub, key, nil, nil)
+		if len(r.subRoutes) >= maxRouteCache {
+			clear(r.subRoutes)
+		}
+		r.subRoutes[key] = targets
+	}
+	r.mu.Unlock()
+	if len(targets) == 0 || len(targets) == 1 && targets[0] == f {
+		r.metrics.droppedInc(dropNoRoute)
+		return
+	}
+	out := wire.Push{WireExpr: wireKey(key), NetExt: routedExt(m.NetExt), Body: m.Body}
+	o := dataOptions(m.EffectiveQoS())
+	o.Reliable = reliable
+	for _, t := range targets {
+		if t != f {
+			t.send(&out, o, "push")
+		}
+	}
+}
+
+// routedExt keeps QoS and timestamp; the NodeId ext is router↔router only
+// and never goes to clients (§8.2, §12.8).
+func routedExt(x wire.NetExt) wire.NetExt {
+	x.HasNodeID, x.NodeID = false, 0
+	return x
+}
+
+// matchingFaces returns the faces other than from that hold an entity of kind
+// k whose key intersects key (each once). pred, if set, filters entities.
+// Caller holds r.mu.
+func (r *Router) matchingFaces(k kind, key string, from *face, pred func(*entity) bool) []*face {
+	out := []*face{} // non-nil: an empty result is cached too
+	for _, g := range r.faces {
+		if g == from || g.closed {
+			continue
+		}
+		for _, e := range g.ents[k] {
+			if (pred == nil || pred(e)) && keyexpr.Intersects(e.key, key) {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}

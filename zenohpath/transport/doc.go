@@ -1,0 +1,104 @@
+// Package transport is picobridge's Zenoh 1.x (protocol 0x09) unicast
+// transport: TCP and UDP links, the INIT/OPEN handshake in both roles,
+// sequence numbers, TX batching with express bypass, fragmentation and
+// bounded reassembly, keep-alive, lease and close. Section numbers (§)
+// refer to shared/design/zenoh-wire.md. It imports zenohpath/wire and
+// knows nothing about routing.
+//
+// # Roles
+//
+// Listen accepts sessions (the router role: InitAck/OpenAck); Dial opens
+// one (the client or peer role: InitSyn/OpenSyn). After OPEN both kinds
+// of Session behave the same.
+//
+// # Threading
+//
+// Each Session owns exactly two goroutines: a read goroutine and a write
+// goroutine. A Listener owns its accept (or UDP demux) goroutine and one
+// goroutine per link in handshake, which becomes that session's read
+// goroutine. Every goroutine exits before Listener.Close returns, and
+// before Session.Done is closed.
+//
+// The Handler is called only from the session's read goroutine, one call
+// at a time: HandleNetwork for each network message in arrival order,
+// then HandleClose exactly once. A Handler may call Send and Close on any
+// session (including its own) from inside these calls; Send never waits
+// on the read goroutine, so this cannot deadlock. While HandleNetwork
+// runs, nothing more is read from that link, so handlers should be quick.
+//
+// Send, Close, Stats and the accessors are safe for concurrent use.
+//
+// # Ownership
+//
+// The message passed to HandleNetwork and every []byte inside it (payload,
+// attachment, raw extensions) alias the session's receive buffers and
+// parser; they are valid only during the call. Copy what you keep
+// (strings such as key suffixes are already copies). Send encodes the
+// message before returning; the caller may reuse it right away.
+//
+// # Sending
+//
+// Send puts the encoded message on a bounded queue (Config.TxQueue). With
+// SendOptions.Block false a full queue drops the message (ErrQueueFull);
+// with Block true Send waits at most Config.BlockTimeout (ErrBlockTimeout).
+// The write goroutine puts one transport message per batch, never anything
+// after a FRAME (§3.2: zenoh-pico reads a FRAME to the end of its batch),
+// keeps batch content ≤ negotiated size − 2 on TCP (§3.1) and never sends
+// the Frame QoS extension (QoS is not negotiated, §4.6). Non-express
+// messages of the same reliability share a FRAME: it is written when the
+// next message does not fit or has the other reliability, when an express
+// message comes, or after Config.FlushPeriod (0: as soon as the queue is
+// empty). Express messages leave at once in their own batch. A message
+// larger than a batch goes out as FRAGMENTs (with the First marker when
+// Patch ≥ 1 was negotiated), each taking the next SN of its channel.
+// SendOptions.Priority is advisory: without QoS there is one lane.
+//
+// # Receiving
+//
+// Each channel (reliable, best effort) has an SN window (§5): an SN must
+// be strictly after the last accepted one and at most half the SN space
+// ahead; other FRAMEs are dropped and counted ("sn_window"). Fragments are
+// reassembled per channel, bounded by Config.MaxReassembly; a gap, an
+// oversize train or a missing First marker drops the whole message
+// (counted). zenoh-pico sends fragments of reliable messages with R=0 and
+// reliable SNs (§4.7); R=0 fragments are therefore checked only for SN
+// continuity, not against the best-effort window.
+//
+// # Lease and close
+//
+// The write goroutine sends a KEEP_ALIVE (alone in its batch) after
+// min(Config.Lease, peer lease)/Config.KeepAliveDivisor without TX. If
+// nothing arrives for the peer's announced lease the session closes with
+// ReasonExpired (sending CLOSE(EXPIRED)). A TCP EOF ends the session
+// (ReasonEOF: zenoh-pico closes without CLOSE, §12.7); a received CLOSE
+// ends it with ReasonRemoteClose; input that does not decode closes only
+// that session with ReasonDecodeError and CLOSE(INVALID) (invariant 4).
+// Session.Close(reason) flushes the queue, sends CLOSE(reason.Wire()) and
+// closes the link without waiting; Done is closed once everything ended.
+// Every session records one CloseReason, the first one, in the
+// *CloseError given to HandleClose.
+//
+// # Handshake rules (accepting side, §4.2, §12.1)
+//
+// The InitAck carries S whenever the InitSyn had it (or the result differs
+// from the defaults), with the per-field minimum of the resolutions and
+// min(their batch, ours); Patch = min(theirs, ours); no QoS, Shm, Auth,
+// MultiLink, LowLatency or Compression echo. The cookie is stateless:
+// peer ZID, role and negotiated values with a nonce, authenticated by an
+// HMAC keyed per Listener, verified on OpenSyn (a bad cookie gets
+// CLOSE(INVALID)). A version other than 0x09 gets CLOSE(INVALID).
+//
+// # Locks
+//
+// Listener.mu is never held while calling into a Session; Session.closeMu
+// guards only the close state and is a leaf.
+//
+// # Drops and metrics
+//
+// Every drop has a reason (queue_full, block_timeout, too_large,
+// sn_window, fragment_gap, fragment_oversize, fragment_no_first,
+// fragment_drop_marker, udp_queue_full, closed): it is counted in
+// Session.Stats and the metrics, and the first one of each reason in a
+// session is logged (invariant 2). See NewMetrics; a nil Config.Metrics
+// records nothing.
+package transport

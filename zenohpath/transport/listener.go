@@ -1,0 +1,320 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/picobridge/picobridge/zenohpath/wire"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Listener accepts sessions on one endpoint in the accepting (router) role.
+type Listener struct {
+	ep     Endpoint
+	cfg    Config
+	accept func(*Session) Handler
+	key    cookieKey
+
+	tcp net.Listener
+	udp *net.UDPConn
+
+	wg       sync.WaitGroup // accept/read loop + handshakes
+	mu       sync.Mutex
+	closed   bool
+	links    map[link]struct{}     // links in handshake
+	sessions map[*Session]struct{} // open sessions
+	peers    map[netip.AddrPort]*udpPeerLink
+	stop     func() bool
+}
+
+// Listen starts accepting sessions on endpoint ("tcp/host:port",
+// "udp/host:port"; port 0 picks a free one, see Addr). For each link that
+// completes INIT/OPEN, accept is called (on that session's read
+// goroutine, before anything is delivered) and returns the session's
+// Handler; returning nil refuses the session with CLOSE(MAX_SESSIONS).
+// Cancelling ctx closes the Listener.
+func Listen(ctx context.Context, endpoint string, cfg Config, accept func(*Session) Handler) (*Listener, error) {
+	ep, err := ParseEndpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ZID.IsZero() {
+		return nil, errors.New("transport: Config.ZID is required")
+	}
+	if accept == nil {
+		return nil, errors.New("transport: nil accept function")
+	}
+	ln := &Listener{
+		ep: ep, cfg: cfg.withDefaults(), accept: accept, key: newCookieKey(),
+		links: map[link]struct{}{}, sessions: map[*Session]struct{}{}, peers: map[netip.AddrPort]*udpPeerLink{},
+	}
+	var lc net.ListenConfig
+	switch ep.Proto {
+	case "tcp":
+		ln.tcp, err = lc.Listen(ctx, "tcp", ep.Addr)
+		if err != nil {
+			return nil, err
+		}
+		ln.wg.Add(1)
+		go ln.acceptTCP()
+	case "udp":
+		pc, err := lc.ListenPacket(ctx, "udp", ep.Addr)
+		if err != nil {
+			return nil, err
+		}
+		ln.udp = pc.(*net.UDPConn)
+		ln.wg.Add(1)
+		go ln.readUDP()
+	}
+	ln.stop = context.AfterFunc(ctx, func() { _ = ln.Close() })
+	return ln, nil
+}
+
+// Addr is the local address (with the chosen port).
+func (ln *Listener) Addr() net.Addr {
+	if ln.tcp != nil {
+		return ln.tcp.Addr()
+	}
+	return ln.udp.LocalAddr()
+}
+
+// Endpoint is the local address as a Zenoh locator ("tcp/127.0.0.1:7447").
+func (ln *Listener) Endpoint() string { return ln.ep.Proto + "/" + ln.Addr().String() }
+
+// Sessions returns the currently open sessions.
+func (ln *Listener) Sessions() []*Session {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	out := make([]*Session, 0, len(ln.sessions))
+	for s := range ln.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Close stops accepting, closes every session of this Listener with
+// ReasonShutdown (each peer gets CLOSE(GENERIC)) and waits until all their
+// goroutines have exited and their HandleClose calls returned. Do not call
+// it from a Handler of one of its sessions.
+func (ln *Listener) Close() error {
+	ln.mu.Lock()
+	if ln.closed {
+		ln.mu.Unlock()
+		ln.wg.Wait()
+		return nil
+	}
+	ln.closed = true
+	if ln.stop != nil {
+		ln.stop()
+	}
+	var err error
+	if ln.tcp != nil {
+		err = ln.tcp.Close()
+	}
+	for l := range ln.links {
+		_ = l.close()
+	}
+	sessions := make([]*Session, 0, len(ln.sessions))
+	for s := range ln.sessions {
+		sessions = append(sessions, s)
+	}
+	ln.mu.Unlock()
+	for _, s := range sessions {
+		_ = s.Close(ReasonShutdown)
+	}
+	// The UDP socket carries the sessions' CLOSE: close it after them.
+	for _, s := range sessions {
+		<-s.Done()
+	}
+	if ln.udp != nil {
+		err = ln.udp.Close()
+	}
+	ln.wg.Wait()
+	return err
+}
+
+func (ln *Listener) acceptTCP() {
+	defer ln.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := ln.tcp.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Temporary failure (EMFILE, ...): back off.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			ln.cfg.Logger.Warn("transport: accept failed", "err", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		if !ln.serve(newStreamLink(c)) {
+			_ = c.Close()
+		}
+	}
+}
+
+// serve registers l and runs handshake + session on a new goroutine.
+func (ln *Listener) serve(l link) bool {
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	if ln.closed {
+		return false
+	}
+	ln.links[l] = struct{}{}
+	ln.wg.Add(1)
+	go ln.run(l)
+	return true
+}
+
+func (ln *Listener) run(l link) {
+	defer ln.wg.Done()
+	cfg := &ln.cfg
+	p, err := acceptHandshake(l, cfg, &ln.key, time.Now().Add(cfg.OpenTimeout))
+	ln.mu.Lock()
+	delete(ln.links, l)
+	closed := ln.closed
+	ln.mu.Unlock()
+	if err != nil {
+		cfg.Logger.Info("transport: handshake failed", "remote", l.remoteAddr().String(), "err", err)
+		cfg.Metrics.closedHandshake()
+		_ = l.close()
+		return
+	}
+	s := newSession(cfg, l, p, nopHandler{})
+	s.onEnd = ln.forget
+	ln.mu.Lock()
+	if closed || ln.closed {
+		ln.mu.Unlock()
+		// Opened while the Listener was closing: tell the peer.
+		h := &hs{l: l, deadline: time.Now().Add(closeGrace)}
+		_ = h.write(&wire.Close{Session: true, Reason: ReasonShutdown.Wire()})
+		_ = l.close()
+		return
+	}
+	ln.sessions[s] = struct{}{}
+	ln.mu.Unlock()
+	s.start()
+	h := ln.accept(s)
+	if h == nil {
+		s.shutdown(ReasonRejected, nil, true)
+	} else {
+		s.h = h
+	}
+	s.readLoop()
+}
+
+func (ln *Listener) forget(s *Session) {
+	ln.mu.Lock()
+	delete(ln.sessions, s)
+	ln.mu.Unlock()
+}
+
+// readUDP demultiplexes datagrams by source address: a new address gets a
+// udpPeerLink and a handshake; known addresses get their datagram queued.
+func (ln *Listener) readUDP() {
+	defer ln.wg.Done()
+	buf := make([]byte, 0xffff)
+	for {
+		n, addr, err := ln.udp.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				ln.mu.Lock()
+				for _, p := range ln.peers {
+					defer p.close()
+				}
+				ln.mu.Unlock()
+				return
+			}
+			ln.cfg.Logger.Warn("transport: UDP read failed", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		d := append([]byte(nil), buf[:n]...)
+		ln.mu.Lock()
+		p, ok := ln.peers[addr]
+		if !ok && !ln.closed {
+			p = &udpPeerLink{conn: ln.udp, addr: addr, in: make(chan []byte, 256), closed: make(chan struct{})}
+			p.onEnd = func() {
+				ln.mu.Lock()
+				if ln.peers[addr] == p {
+					delete(ln.peers, addr)
+				}
+				ln.mu.Unlock()
+			}
+			ln.peers[addr] = p
+		}
+		ln.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		select {
+		case p.in <- d:
+		default:
+			ln.cfg.Metrics.drop(dropUDPQueueFull)
+		}
+		if !ok && !ln.serve(p) {
+			_ = p.close()
+		}
+	}
+}
+
+type nopHandler struct{}
+
+func (nopHandler) HandleNetwork(*Session, wire.NetworkMessage) {}
+func (nopHandler) HandleClose(*Session, error)                 {}
+
+// Dial opens a session to endpoint in the opening role (Config.WhatAmI:
+// set WhatAmIClient or WhatAmIPeer), runs INIT/OPEN within
+// Config.OpenTimeout (and ctx), and starts the session with h. ctx only
+// bounds the dial and handshake.
+func Dial(ctx context.Context, endpoint string, cfg Config, h Handler) (*Session, error) {
+	ep, err := ParseEndpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ZID.IsZero() {
+		return nil, errors.New("transport: Config.ZID is required")
+	}
+	if h == nil {
+		return nil, errors.New("transport: nil Handler")
+	}
+	cfg = cfg.withDefaults()
+	deadline := time.Now().Add(cfg.OpenTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	var d net.Dialer
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	c, err := d.DialContext(dctx, ep.Proto, ep.Addr)
+	if err != nil {
+		return nil, err
+	}
+	var l link
+	if ep.Proto == "tcp" {
+		l = newStreamLink(c)
+	} else {
+		l = newUDPConnLink(c.(*net.UDPConn))
+	}
+	// Closing the link aborts the handshake when ctx is cancelled.
+	stop := context.AfterFunc(dctx, func() { _ = l.close() })
+	p, err := openHandshake(l, &cfg, deadline)
+	if !stop() {
+		if err == nil {
+			err = fmt.Errorf("transport: dial %s: %w", endpoint, dctx.Err())
+		}
+	}
+	if err != nil {
+		_ = l.close()
+		return nil, err
+	}
+	s := newSession(&cfg, l, p, h)
+	s.start()
+	go s.readLoop()
+	return s, nil
+}

@@ -1,0 +1,69 @@
+package transport
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+func TestTCPOpenAndFrameBothWays(t *testing.T) {
+	lcfg, dcfg := testConfig(), testConfig()
+	client, server, crec, srec := pair(t, "tcp", lcfg, dcfg)
+
+	require.Equal(t, lcfg.ZID, client.PeerZID())
+	require.Equal(t, dcfg.ZID, server.PeerZID())
+	require.Equal(t, wire.WhatAmIRouter, client.PeerWhatAmI())
+	require.Equal(t, wire.WhatAmIClient, server.PeerWhatAmI())
+	require.Equal(t, 65535, client.BatchSize())
+	require.Equal(t, 65535, server.BatchSize())
+	require.Equal(t, DefaultLease, client.PeerLease())
+	require.EqualValues(t, 1, server.Patch())
+
+	require.NoError(t, client.Send(push("demo/x", []byte("hello")), SendOptions{Reliable: true}))
+	m := srec.next(t, 5*time.Second)
+	require.Equal(t, "demo/x", m.key)
+	require.Equal(t, "hello", string(m.payload))
+
+	require.NoError(t, server.Send(push("demo/y", []byte("world")), SendOptions{}))
+	m = crec.next(t, 5*time.Second)
+	require.Equal(t, "demo/y", m.key)
+	require.Equal(t, "world", string(m.payload))
+
+	// Close from the client: the server sees a remote CLOSE.
+	require.Equal(t, StateOpen, client.State())
+	require.NoError(t, client.Close(ReasonShutdown))
+	require.NotEqual(t, StateOpen, client.State())
+	<-client.Done()
+	require.Equal(t, StateClosed, client.State())
+	require.Equal(t, "closed", client.State().String())
+	var ce0 *CloseError
+	require.ErrorAs(t, client.Err(), &ce0)
+	ce := srec.waitClose(t, 5*time.Second)
+	require.Equal(t, ReasonRemoteClose, ce.Reason)
+	require.Equal(t, wire.CloseGeneric, ce.Remote)
+	cce := crec.waitClose(t, time.Second)
+	require.Equal(t, ReasonShutdown, cce.Reason)
+	require.ErrorIs(t, client.Send(push("a", nil), SendOptions{}), ErrClosed)
+}
+
+func TestHandlerSendsFromCallback(t *testing.T) {
+	lcfg, dcfg := testConfig(), testConfig()
+	lcfg.TxQueue = 4
+	srec := newRecorder()
+	// The server echoes every message from inside HandleNetwork, with Block.
+	srec.onMsg = func(s *Session, m wire.NetworkMessage) {
+		require.NoError(t, s.Send(m, SendOptions{Reliable: true, Block: true}))
+	}
+	client, _, crec, _ := pairWith(t, "tcp", lcfg, dcfg, newRecorder(), srec)
+	for i := 0; i < 500; i++ {
+		require.NoError(t, client.Send(push("k", []byte{byte(i)}), SendOptions{Reliable: true, Block: true}))
+	}
+	for i := 0; i < 500; i++ {
+		m := crec.next(t, 5*time.Second)
+		require.True(t, bytes.Equal([]byte{byte(i)}, m.payload))
+	}
+}
