@@ -54,6 +54,7 @@ type Row struct {
 	Imp          measure.LatencyStats
 	ImpDelivery  measure.Delivery
 	ImpRate      float64
+	Direct       measure.LatencyStats // exp6: the DDS reader reading the publisher directly
 	Detect       time.Duration
 	Recover      time.Duration
 	HasDetect    bool
@@ -77,6 +78,7 @@ func Summarize(r *Result) Row {
 	row.Imp = measure.Latency(imp)
 	row.ImpDelivery = measure.CheckDelivery(r.Published, imp)
 	row.ImpRate = measure.DeliveredRate(imp, r.StartNs, r.EndNs)
+	row.Direct = measure.Latency(by[Direct])
 	if len(r.Toggles) > 0 {
 		rs := measure.Responses(r.Toggles, r.Transitions, Impaired)
 		row.Detect, row.Recover, row.HasDetect, row.HasRecover = measure.DetectRecover(rs)

@@ -17,7 +17,9 @@ import (
 
 // TestSmokeQuick runs the quick profile of every runnable experiment at one impaired level
 // with 3 s runs and checks invariants only (no latency thresholds): files written, counts
-// consistent, and in split mode the critical reader got every /scan exactly once in order.
+// consistent, and in split and bridge modes the critical consumer got every /scan exactly
+// once in order. The picobridge experiment (exp3) joins when $PICOBRIDGE_BIN names a built
+// `picobridge` (building it here would not fit the time budget).
 func TestSmokeQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts DDS and Zenoh processes")
@@ -26,7 +28,11 @@ func TestSmokeQuick(t *testing.T) {
 		t.Skipf("bag %s missing: %v", DefaultBag, err)
 	}
 	out := t.TempDir()
-	cfg := Config{Out: out, Quick: true, Duration: 3 * time.Second, Levels: []string{"strong"}, Log: t.Logf}
+	cfg := Config{Out: out, Quick: true, Duration: 3 * time.Second, Levels: []string{"strong"}, Log: t.Logf,
+		Only: []string{"exp1", "exp2", "exp5"}}
+	if os.Getenv("PICOBRIDGE_BIN") != "" {
+		cfg.Only = append(cfg.Only, "exp3")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
 	defer cancel()
 	results, err := Run(ctx, cfg)
@@ -61,9 +67,9 @@ func TestSmokeQuick(t *testing.T) {
 			}
 		}
 		require.NotEmpty(t, by[Critical], r.Run)
-		if r.System == "split" {
+		if r.System == "split" || r.System == "picobridge" {
 			d := measure.CheckDelivery(r.Published, by[Critical])
-			require.True(t, d.Complete(), "%s: critical reader must get every /scan once, in order: %+v", r.Run, d)
+			require.True(t, d.Complete(), "%s: critical consumer must get every /scan once, in order: %+v", r.Run, d)
 			require.NotNil(t, r.Gateway, r.Run)
 			require.Positive(t, r.Gateway.PeakRSS)
 		}
