@@ -32,6 +32,12 @@ const (
 	DefaultTxQueue = 1024
 	// DefaultBlockTimeout bounds how long Send with Block waits for room.
 	DefaultBlockTimeout = time.Second
+	// DefaultWaitBeforeDrop is how long Send without Block waits for room in
+	// a full TX queue before it drops the message: 1 ms, the Rust default
+	// (transport/link/tx/queue/congestion_control/drop/wait_before_drop =
+	// 1000 µs), so a short burst is absorbed as zenohd absorbs it while a
+	// stuck peer still costs the sender at most 1 ms per message.
+	DefaultWaitBeforeDrop = time.Millisecond
 )
 
 // Config configures a Listener or a dialled Session. The zero value of each
@@ -70,6 +76,10 @@ type Config struct {
 	TxQueue int
 	// BlockTimeout bounds Send with SendOptions.Block. 0 = DefaultBlockTimeout.
 	BlockTimeout time.Duration
+	// WaitBeforeDrop bounds how long Send without SendOptions.Block waits
+	// for room in a full TX queue before dropping. 0 = DefaultWaitBeforeDrop;
+	// negative = drop at once.
+	WaitBeforeDrop time.Duration
 	// NoPatch disables the fragment First/Drop markers (INIT ext Patch=1).
 	NoPatch bool
 	// Logger receives session logs (scoped with session id, zid, remote
@@ -101,6 +111,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TxQueue <= 0 {
 		c.TxQueue = DefaultTxQueue
+	}
+	if c.WaitBeforeDrop == 0 {
+		c.WaitBeforeDrop = DefaultWaitBeforeDrop
 	}
 	if c.BlockTimeout <= 0 {
 		c.BlockTimeout = DefaultBlockTimeout
