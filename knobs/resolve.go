@@ -1,6 +1,7 @@
 package knobs
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -171,10 +172,17 @@ func (c *Catalog) Resolve(opts Options) (*Resolved, error) {
 	}
 	plat, err := c.Platform(platName)
 	if err != nil {
+		var ce *ConfigError
+		if r.Board != nil && opts.Platform == "" && errors.As(err, &ce) && len(ce.Problems) == 1 {
+			// The name came from the board file: point at its `platform =` line.
+			p := *ce.Problems[0]
+			p.File, p.Line, p.Msg = r.Board.File, r.Board.PlatformLine, "board "+r.Board.Name()+": "+p.Msg
+			return nil, &ConfigError{Problems: []*Problem{&p}}
+		}
 		return nil, err
 	}
 	if r.Board != nil && !plat.HasName(r.Board.Platform) {
-		return nil, &ConfigError{Problems: []*Problem{{File: r.Board.File, Key: "platform", Err: ErrProfile,
+		return nil, &ConfigError{Problems: []*Problem{{File: r.Board.File, Line: r.Board.PlatformLine, Key: "platform", Err: ErrProfile,
 			Msg: fmt.Sprintf("board %s is for platform %s, not %s", r.Board.Name(), r.Board.Platform, plat.Name())}}}
 	}
 	r.Platform = plat

@@ -207,6 +207,8 @@ func TestResolveErrors(t *testing.T) {
 	dir := t.TempDir()
 	other := filepath.Join(dir, "other.toml")
 	require.NoError(t, os.WriteFile(other, []byte("names = [\"o\"]\nplatform = \"base\"\n"), 0o644))
+	vx := filepath.Join(dir, "vx.toml")
+	require.NoError(t, os.WriteFile(vx, []byte("names = [\"v\"]\n\nplatform = \"vxworks\"\n"), 0o644))
 	bad := filepath.Join(dir, "bad.toml")
 	require.NoError(t, os.WriteFile(bad, []byte("names = [\"o\"]\nplatform = \"child\"\n[knobs.zenoh.wire]\nbatch_unicast_size = 65536\n"), 0o644))
 	for _, tc := range []struct {
@@ -219,15 +221,17 @@ func TestResolveErrors(t *testing.T) {
 	}{
 		{"unknown platform", Options{Platform: "vxworks"}, "", nil,
 			`platform: no platform named "vxworks" (known: base, child, nothreads)`, ErrUnknownPlatform},
+		{"board file of an unknown platform", Options{Board: vx}, "", nil,
+			vx + `:3: platform: board v: no platform named "vxworks" (known: base, child, nothreads)`, ErrUnknownPlatform},
 		{"no platform", Options{}, "", nil, "platform: no platform given (name one, or a board)", ErrUnknownPlatform},
 		{"unknown board", Options{Platform: "child", Board: "pico"}, "", nil,
 			`board: no board named "pico" and no such file (known: b1, nt)`, ErrUnknownBoard},
 		{"missing board file", Options{Platform: "child", Board: filepath.Join(dir, "nope.toml")}, "", nil,
 			filepath.Join(dir, "nope.toml") + ": board: cannot read board file: no such file or directory", ErrUnknownBoard},
 		{"board of another platform", Options{Platform: "child", Board: "nt"}, "", nil,
-			"fw/boards/nothreads/nt.toml: platform: board nt is for platform nothreads, not child", ErrProfile},
+			"fw/boards/nothreads/nt.toml:2: platform: board nt is for platform nothreads, not child", ErrProfile},
 		{"board file of another platform", Options{Platform: "child", Board: other}, "", nil,
-			other + ": platform: board o is for platform base, not child", ErrProfile},
+			other + ":2: platform: board o is for platform base, not child", ErrProfile},
 		{"board file out of range", Options{Board: bad}, "", nil,
 			bad + ":4:1: knobs.zenoh.wire.batch_unicast_size: must be ≤ 65535 (got 65536)", ErrRange},
 		{"unparseable kconfig", Options{Platform: "child"}, "\nCONFIG_NROS_ZENOH_TX_BATCH=maybe\n", nil,
