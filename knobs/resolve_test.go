@@ -166,6 +166,9 @@ func TestResolveWarnings(t *testing.T) {
 		{"typo of a knob variable", Options{Platform: "child"}, "CONFIG_NROS_ZENOH_TX_BACTH=y\nCONFIG_NROS_ZENOH_LINK_TCP=y\nZPICO_MAX_PENDING_GETS=4\n", nil, []string{
 			"CONFIG_NROS_ZENOH_TX_BACTH: prj.conf:1: not a knob picobridge models; did you mean CONFIG_NROS_ZENOH_TX_BATCH?",
 		}},
+		{"unknown CONFIG_NROS_ symbol", Options{Platform: "child"}, "CONFIG_NROS_FROBNICATE=y\nCONFIG_OTHER_THING=y\n", nil, []string{
+			"CONFIG_NROS_FROBNICATE: prj.conf:1: unknown CONFIG_NROS_* symbol (not a knob, nor a nano-ros Kconfig option picobridge knows): ignored",
+		}},
 		{"multi-thread off in Kconfig: no threads, split lock downgraded", Options{Platform: "child"}, "# CONFIG_NROS_ZENOH_MULTI_THREAD is not set\nCONFIG_NROS_ZENOH_TX_SPLIT_LOCK=y\n", nil, []string{
 			"zenoh.tx.split_lock: true from kconfig CONFIG_NROS_ZENOH_TX_SPLIT_LOCK (prj.conf:2) downgraded to false: platform child has no threads (capabilities.threads = false)",
 			"zenoh.tx.flush_ms: platform child has no flush thread: a batch leaves only when the application spins, not every 40 ms",
