@@ -86,7 +86,7 @@ func TestKnobsErrors(t *testing.T) {
 		{[]string{"knobs", "explain", "--platform", "vxworks"},
 			`platform: no platform named "vxworks" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`, 2},
 		{[]string{"knobs", "explain", "--platform", "freertos", "--board", "native_sim"},
-			"firmware/boards/zephyr/native_sim.toml: platform: board native_sim is for platform zephyr, not freertos", 2},
+			"firmware/boards/zephyr/native_sim.toml:5: platform: board native_sim is for platform zephyr, not freertos", 2},
 		{[]string{"knobs", "explain", "--platform", "zephyr", "--env", "/nonexistent/prj.conf"},
 			"/nonexistent/prj.conf: --env: cannot read env file: no such file or directory", 2},
 		{[]string{"knobs", "advise", "--platform", "zephyr"},
@@ -101,8 +101,8 @@ func TestKnobsErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "traffic.toml")
 	require.NoError(t, os.WriteFile(bad, []byte("[[topic]]\nname = \"/a\"\ndirection = \"pub\"\nrate_hz = 1\nsize_bytes = 8\nlatency_budget = 10\n"), 0o644))
 	_, err := run(t, "knobs", "advise", "--platform", "zephyr", "--traffic", bad)
-	require.EqualError(t, err, bad+":6:1: topic[0].latency_budget: unknown key (a topic has name, direction, rate_hz, size_bytes, latency_budget_ms)\n"+
-		bad+":1: topic: topic 1: missing latency_budget_ms")
+	require.EqualError(t, err, bad+":6:1: topic \"/a\".latency_budget: unknown key (a topic has name, direction, rate_hz, size_bytes, latency_budget_ms)\n"+
+		bad+":1: topic \"/a\": missing latency_budget_ms")
 	require.Equal(t, 2, exitCode(err))
 
 	t.Setenv("ZPICO_TX_BATCH", "sometimes")
