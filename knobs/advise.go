@@ -72,11 +72,11 @@ type TopicAdvice struct {
 // on platforms without a per-fd TX ceiling, where the socket window does not
 // bound TX and the model gives no number.
 type Throughput struct {
-	Capped      bool
-	Offered     float64
-	Untuned     float64 // every sample its own send, resolved window, no batching
-	Current     float64 // the resolved knobs (no express publishers)
-	Recommended float64 // the recommended knobs and lanes
+	Capped      bool    `json:"capped"`
+	Offered     float64 `json:"offered"`
+	Untuned     float64 `json:"untuned"`     // every sample its own send, resolved window, no batching
+	Current     float64 `json:"current"`     // the resolved knobs (no express publishers)
+	Recommended float64 `json:"recommended"` // the recommended knobs and lanes
 }
 
 // Advice is the outcome of Advise.

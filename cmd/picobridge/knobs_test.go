@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/knobs"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -109,4 +111,23 @@ func TestKnobsErrors(t *testing.T) {
 	_, err = run(t, "knobs", "explain", "--platform", "zephyr")
 	require.EqualError(t, err, `environment: ZPICO_TX_BATCH: cannot parse "sometimes" as a bool (want y/n, 1/0, true/false)`)
 	require.Equal(t, 2, exitCode(err))
+}
+
+func TestKnobsJSON(t *testing.T) {
+	out, err := run(t, "knobs", "advise", "--platform", "zephyr", "--board", "native_sim", "--process-env=false",
+		"--traffic", "../../firmware/examples/traffic-scan-imu.toml", "--json")
+	require.NoError(t, err)
+	var adv knobs.AdviceJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &adv))
+	require.Equal(t, "native_sim", adv.Board)
+	require.NotEmpty(t, adv.Settings)
+	require.NotEmpty(t, adv.Topics)
+	require.Equal(t, "zenoh.tx.batch", adv.Settings[0].ID)
+
+	out, err = run(t, "knobs", "list", "--json")
+	require.NoError(t, err)
+	var list []knobs.RegistryKnobJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	require.Len(t, list, len(knobs.Registry()))
+	require.Equal(t, "zenoh.tx.batch", list[0].ID)
 }
