@@ -366,6 +366,14 @@ type Reader struct {
 	wg       sync.WaitGroup
 	closeMu  sync.Mutex
 	isClosed bool
+	// statusMu guards reading Cyclone's statuses against dds_delete(rd):
+	// close takes a last reading and sets rdGone under it. It is never held
+	// while calling into a listener-waiting dds_delete, so a handler may
+	// call Stats.
+	statusMu sync.Mutex
+	rdGone   bool
+	lost     uint64
+	rejected uint64
 }
 
 // NewReader creates a reader for topic and type name with QoS q. By default a
@@ -431,7 +439,23 @@ func (r *Reader) C() <-chan *Sample { return r.q.ch }
 
 // Stats returns the reader's counters.
 func (r *Reader) Stats() ReaderStats {
-	return ReaderStats{Received: r.q.recv.Load(), Dropped: r.q.dropped.Load(), Queued: len(r.q.ch)}
+	st := ReaderStats{Received: r.q.recv.Load(), Dropped: r.q.dropped.Load(), Queued: len(r.q.ch)}
+	st.Lost, st.Rejected = r.pollLoss()
+	return st
+}
+
+// pollLoss reads the reader's SAMPLE_LOST and SAMPLE_REJECTED totals (the
+// last values read before the reader was deleted once it is closed).
+func (r *Reader) pollLoss() (lost, rejected uint64) {
+	r.statusMu.Lock()
+	defer r.statusMu.Unlock()
+	if !r.rdGone {
+		var l, rj C.uint64_t
+		if C.pb_reader_loss(r.rd, &l, &rj) == 0 {
+			r.lost, r.rejected = uint64(l), uint64(rj)
+		}
+	}
+	return r.lost, r.rejected
 }
 
 // Matched returns the number of writers currently matched.
@@ -535,6 +559,10 @@ func (r *Reader) close() error {
 		errs = append(errs, ddsErr("dds_delete(waitset)", C.dds_delete(r.ws)))
 		errs = append(errs, ddsErr("dds_delete(guard)", C.dds_delete(r.gc)))
 	}
+	r.pollLoss() // last reading, then no status call may touch r.rd
+	r.statusMu.Lock()
+	r.rdGone = true
+	r.statusMu.Unlock()
 	// Waits for a running listener callback to return.
 	errs = append(errs, ddsErr("dds_delete(reader)", C.dds_delete(r.rd)))
 	if r.h != 0 {

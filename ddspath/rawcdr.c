@@ -530,3 +530,19 @@ dds_entity_t pb_create_waitset_for(dds_entity_t pp, dds_entity_t rd, dds_entity_
   *gc = g;
   return ws;
 }
+
+// pb_reader_loss reads the reader's SAMPLE_LOST and SAMPLE_REJECTED
+// cumulative total_count (reading resets only the *_change fields).
+dds_return_t pb_reader_loss(dds_entity_t rd, uint64_t *lost, uint64_t *rejected) {
+  dds_sample_lost_status_t ls;
+  dds_sample_rejected_status_t rs;
+  dds_return_t rc = dds_get_sample_lost_status (rd, &ls);
+  if (rc < 0)
+    return rc;
+  rc = dds_get_sample_rejected_status (rd, &rs);
+  if (rc < 0)
+    return rc;
+  *lost = ls.total_count;
+  *rejected = rs.total_count;
+  return 0;
+}

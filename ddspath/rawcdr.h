@@ -66,6 +66,8 @@ int64_t pb_live_serdata(void);
 dds_entity_t pb_create_builtin_reader(dds_entity_t pp, int subscriptions);
 int pb_matched_writer_guid(dds_entity_t rd, dds_instance_handle_t ih, uint8_t *out);
 
+dds_return_t pb_reader_loss(dds_entity_t rd, uint64_t *lost, uint64_t *rejected);
+
 dds_entity_t pb_create_waitset_for(dds_entity_t pp, dds_entity_t rd, dds_entity_t *gc);
 
 #endif

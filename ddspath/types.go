@@ -277,6 +277,14 @@ type ReaderStats struct {
 	Received uint64 // valid samples taken from DDS
 	Dropped  uint64 // samples discarded by the overflow policy
 	Queued   int    // samples waiting in the queue now
+	// Lost is Cyclone's SAMPLE_LOST total_count. Cyclone 0.10.2 raises it
+	// only for samples an instance refuses (e.g. BY_SOURCE_TIMESTAMP order),
+	// not for a reliable writer's GAP; see docs/dds.md.
+	Lost uint64
+	// Rejected is Cyclone's SAMPLE_REJECTED total_count: samples the reader
+	// cache refused for its resource limits (a reliable writer retransmits
+	// them; for a best-effort one they are gone).
+	Rejected uint64
 }
 
 type readerOptions struct {
