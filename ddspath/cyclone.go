@@ -370,6 +370,10 @@ type Reader struct {
 	// close takes a last reading and sets rdGone under it. It is never held
 	// while calling into a listener-waiting dds_delete, so a handler may
 	// call Stats.
+	// lastSeq is the last writer sequence number taken per publication
+	// handle; only deliver (serialized by waitLoop / drainMu) uses it.
+	lastSeq  map[uint64]uint64
+	gaps     atomic.Uint64
 	statusMu sync.Mutex
 	rdGone   bool
 	lost     uint64
@@ -384,7 +388,7 @@ func (p *Participant) NewReader(topic, typeName string, q QoS, opts ...ReaderOpt
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{p: p, topic: topic, typeName: typeName, qos: q.Normalize(), opts: o, done: make(chan struct{})}
+	r := &Reader{p: p, topic: topic, typeName: typeName, qos: q.Normalize(), opts: o, done: make(chan struct{}), lastSeq: map[uint64]uint64{}}
 	r.q = newSampleQueue(o.queueLen, o.overflow, r.done)
 	if o.handler != nil {
 		r.q.close() // C() is a closed channel in handler mode
@@ -439,7 +443,7 @@ func (r *Reader) C() <-chan *Sample { return r.q.ch }
 
 // Stats returns the reader's counters.
 func (r *Reader) Stats() ReaderStats {
-	st := ReaderStats{Received: r.q.recv.Load(), Dropped: r.q.dropped.Load(), Queued: len(r.q.ch)}
+	st := ReaderStats{Received: r.q.recv.Load(), Dropped: r.q.dropped.Load(), Queued: len(r.q.ch), Gaps: r.gaps.Load()}
 	st.Lost, st.Rejected = r.pollLoss()
 	return st
 }
@@ -515,6 +519,9 @@ func (r *Reader) deliver(n int) {
 		if it.valid == 0 {
 			continue
 		}
+		if it.seq != 0 {
+			r.trackSeq(uint64(it.pub_handle), uint64(it.seq))
+		}
 		out = append(out, &Sample{
 			Topic:             r.topic,
 			TypeName:          r.typeName,
@@ -532,6 +539,27 @@ func (r *Reader) deliver(n int) {
 		} else if !r.q.push(s) {
 			return
 		}
+	}
+}
+
+// maxTrackedWriters bounds lastSeq; past it the map starts over (a gap
+// spanning the reset is then missed, nothing is counted twice).
+const maxTrackedWriters = 4096
+
+// trackSeq counts the sequence numbers a writer skipped between two samples
+// this reader took: samples the writer's KEEP_LAST history overwrote before
+// we acknowledged them (announced by a GAP), the reader cache's KEEP_LAST
+// overwrote before we took them, or a best-effort network lost.
+func (r *Reader) trackSeq(pub, seq uint64) {
+	last, ok := r.lastSeq[pub]
+	if ok && seq > last+1 {
+		r.gaps.Add(seq - last - 1)
+	}
+	if !ok || seq > last {
+		if !ok && len(r.lastSeq) >= maxTrackedWriters {
+			clear(r.lastSeq)
+		}
+		r.lastSeq[pub] = seq
 	}
 }
 

@@ -21,6 +21,7 @@ typedef struct pb_item {
   int64_t source_ts;   // ns since epoch, writer clock
   int64_t recv_ts;     // ns since epoch, taken at take time
   uint64_t pub_handle; // publication instance handle
+  uint64_t seq;        // writer sequence number; 0 = unknown (in-process delivery)
 } pb_item;
 
 typedef struct pb_qos_out {

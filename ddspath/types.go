@@ -285,6 +285,13 @@ type ReaderStats struct {
 	// cache refused for its resource limits (a reliable writer retransmits
 	// them; for a best-effort one they are gone).
 	Rejected uint64
+	// Gaps counts writer sequence numbers skipped between two samples of
+	// one remote writer taken by this reader (known only for samples
+	// received from another process): samples a reliable KEEP_LAST writer
+	// overwrote before we acknowledged them (its GAP), samples the reader's
+	// own KEEP_LAST cache overwrote before they were taken, or best-effort
+	// samples lost on the network. Cyclone 0.10.2 reports none of these.
+	Gaps uint64
 }
 
 type readerOptions struct {

@@ -325,6 +325,7 @@ func (b *ddsBridge) status() []RouteStatus {
 const (
 	reasonDDSSampleLost     = "dds_sample_lost"     // Cyclone SAMPLE_LOST
 	reasonDDSSampleRejected = "dds_sample_rejected" // Cyclone SAMPLE_REJECTED (reader cache limits)
+	reasonDDSSeqGap         = "dds_seq_gap"         // writer sequence numbers the reader never got (Reader.Stats Gaps)
 	reasonQueueFull         = "queue_full"          // the route's reader queue overflowed (DropOldest)
 )
 
@@ -335,10 +336,11 @@ const lossPollInterval = time.Second
 // lossTracker turns a reader's cumulative loss counters into metric
 // increments and a warning once per route and reason.
 type lossTracker struct {
-	mu                      sync.Mutex
-	lost, rejected, dropped uint64
-	warned                  map[string]bool
-	sum                     atomic.Uint64
+	mu                   sync.Mutex
+	lost, rejected, gaps uint64
+	dropped              uint64
+	warned               map[string]bool
+	sum                  atomic.Uint64
 }
 
 func (l *lossTracker) total() uint64 { return l.sum.Load() }
@@ -367,7 +369,8 @@ func (b *ddsBridge) pollLossLoop(ctx context.Context) {
 }
 
 // pollLoss accounts what r's reader lost since the last poll: Cyclone's
-// SAMPLE_LOST and SAMPLE_REJECTED and the reader queue's overflow drops.
+// SAMPLE_LOST and SAMPLE_REJECTED, the writers' sequence numbers it never
+// got, and the reader queue's overflow drops.
 func (b *ddsBridge) pollLoss(r *outRoute) {
 	st := r.reader.Stats()
 	l := &r.loss
@@ -380,6 +383,7 @@ func (b *ddsBridge) pollLoss(r *outRoute) {
 	}{
 		{reasonDDSSampleLost, &l.lost, st.Lost},
 		{reasonDDSSampleRejected, &l.rejected, st.Rejected},
+		{reasonDDSSeqGap, &l.gaps, st.Gaps},
 		{reasonQueueFull, &l.dropped, st.Dropped},
 	} {
 		if c.cur <= *c.last {

@@ -331,7 +331,7 @@ type RouteStatus struct {
 	Endpoints int    `json:"dds_endpoints"` // remote writers (dds_to_zenoh) or readers (zenoh_to_dds)
 	Samples   uint64 `json:"samples"`
 	Errors    uint64 `json:"errors"`
-	Dropped   uint64 `json:"dropped,omitempty"` // DDS-input drops (dds_to_zenoh): lost, rejected, reader queue full
+	Dropped   uint64 `json:"dropped,omitempty"` // DDS-input drops (dds_to_zenoh): lost, rejected, sequence gaps, reader queue full
 }
 
 func (s *Server) onModeChange(c bridge.ModeChange) {
@@ -398,7 +398,7 @@ func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 		}, []string{"direction"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "picobridge", Subsystem: "dds", Name: "samples_dropped_total",
-			Help: "Samples lost at a route's DDS input before they were bridged, by direction, ROS topic and reason (dds_sample_lost, dds_sample_rejected, queue_full).",
+			Help: "Samples lost at a route's DDS input before they were bridged, by direction, ROS topic and reason (dds_sample_lost, dds_sample_rejected, dds_seq_gap, queue_full).",
 		}, []string{"direction", "topic", "reason"}),
 		devices: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "picobridge", Subsystem: "router", Name: "device_faces",
