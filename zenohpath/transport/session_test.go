@@ -67,3 +67,14 @@ func TestHandlerSendsFromCallback(t *testing.T) {
 		require.True(t, bytes.Equal([]byte{byte(i)}, m.payload))
 	}
 }
+
+func TestParseEndpointErrors(t *testing.T) {
+	for _, s := range []string{"bogus", "tcp/", "tcp/host", "udp/host:port", "tcp/h:70000", "quic/h:1"} {
+		_, err := ParseEndpoint(s)
+		require.Error(t, err, s)
+	}
+	for _, s := range []string{"tcp/127.0.0.1:7447", "udp/[::1]:0", "tcp/localhost:7447?x=1"} {
+		_, err := ParseEndpoint(s)
+		require.NoError(t, err, s)
+	}
+}
