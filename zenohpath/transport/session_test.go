@@ -78,3 +78,11 @@ func TestParseEndpointErrors(t *testing.T) {
 		require.NoError(t, err, s)
 	}
 }
+
+func TestIsInitSyn(t *testing.T) {
+	syn := (&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: testZID(), Resolution: wire.DefaultResolution, BatchSize: 2048, HasSize: true}).Append(nil)
+	require.True(t, isInitSyn(syn))
+	require.False(t, isInitSyn([]byte{0xff, 0x00, 0x13, 0x37}))
+	require.False(t, isInitSyn(nil))
+	require.False(t, isInitSyn((&wire.KeepAlive{}).Append(nil)))
+}
