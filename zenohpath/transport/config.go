@@ -19,6 +19,12 @@ const (
 	// DefaultLease is the lease we announce in OPEN (Z_TRANSPORT_LEASE and
 	// Rust transport/link/tx/lease: 10 s).
 	DefaultLease = 10 * time.Second
+	// MinLease and MaxLease bound Config.Lease: a positive value outside
+	// them is clamped (a lease of a few ms makes the keep-alive timer spin
+	// and peers expire us between two scheduler ticks). The floor is low
+	// for tests; `picobridge router --lease` enforces 1 s.
+	MinLease = 100 * time.Millisecond
+	MaxLease = time.Hour
 	// DefaultKeepAliveDivisor: KEEP_ALIVE after lease/4 of TX silence (Rust
 	// keep_alive = 4; pico uses 3, §6).
 	DefaultKeepAliveDivisor = 4
@@ -57,7 +63,8 @@ type Config struct {
 	// 2-3 request id). 0 = wire.DefaultResolution (32/32 bit, 28-bit SN mask).
 	Resolution uint8
 	// Lease is what we announce in OPEN: the peer closes us after this long
-	// without receiving anything. 0 = DefaultLease.
+	// without receiving anything. 0 (or negative) = DefaultLease; other
+	// values are clamped to [MinLease, MaxLease].
 	Lease time.Duration
 	// KeepAliveDivisor: a KEEP_ALIVE goes out after min(Lease, peer lease) /
 	// KeepAliveDivisor without any TX. 0 = DefaultKeepAliveDivisor.
@@ -100,6 +107,7 @@ func (c Config) withDefaults() Config {
 	if c.Lease <= 0 {
 		c.Lease = DefaultLease
 	}
+	c.Lease = min(max(c.Lease, MinLease), MaxLease)
 	if c.KeepAliveDivisor <= 0 {
 		c.KeepAliveDivisor = DefaultKeepAliveDivisor
 	}
