@@ -90,8 +90,11 @@
 //
 // # Locks
 //
-// Listener.mu is never held while calling into a Session; Session.closeMu
-// guards only the close state and is a leaf.
+// Listener.mu is never held while calling into a Session, closing a link
+// (a UDP peer link's close takes Listener.mu to leave the demux table), or
+// blocking on I/O or a channel send; Session.closeMu guards only the close
+// state and is a leaf. The demux goroutine hands datagrams to a bounded
+// per-peer queue without blocking: a full queue drops (udp_queue_full).
 //
 // # Drops and metrics
 //

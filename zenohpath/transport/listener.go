@@ -116,14 +116,21 @@ func (ln *Listener) Close() error {
 	if ln.tcp != nil {
 		err = ln.tcp.Close()
 	}
+	// Links are closed after unlocking: closing a UDP peer link runs its
+	// onEnd, which takes ln.mu (closing it here deadlocked Close, and with
+	// it every handshake goroutine waiting for ln.mu).
+	links := make([]link, 0, len(ln.links))
 	for l := range ln.links {
-		_ = l.close()
+		links = append(links, l)
 	}
 	sessions := make([]*Session, 0, len(ln.sessions))
 	for s := range ln.sessions {
 		sessions = append(sessions, s)
 	}
 	ln.mu.Unlock()
+	for _, l := range links {
+		_ = l.close()
+	}
 	for _, s := range sessions {
 		_ = s.Close(ReasonShutdown)
 	}
