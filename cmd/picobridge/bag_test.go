@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -93,6 +94,12 @@ func TestBagReplayDryRun(t *testing.T) {
 
 func TestBagReplayErrors(t *testing.T) {
 	dir := rosbagtest.MumbleBag(t, "no_loop_room")
+	// The DDS sink (bag_dds.go) is replaced by one that fails, as in a build without DDS.
+	prev := newReplaySink
+	newReplaySink = func(context.Context, bagReplayOptions) (replay.Sink, io.Closer, error) {
+		return nil, nil, errors.New("DDS output unavailable; use --dry-run")
+	}
+	t.Cleanup(func() { newReplaySink = prev })
 	cases := map[string][]string{
 		"no DDS output":    {"bag", "replay", dir},
 		"bad fixed rate":   {"bag", "replay", "--dry-run", "--fixed-rate", "/scan", dir},
@@ -125,11 +132,12 @@ func TestBagReplayPluggedSink(t *testing.T) {
 	dir := rosbagtest.MumbleBag(t, "no_loop_room")
 	sink := &fakeSink{}
 	var got bagReplayOptions
+	prev := newReplaySink
 	newReplaySink = func(_ context.Context, o bagReplayOptions) (replay.Sink, io.Closer, error) {
 		got = o
 		return sink, sink, nil
 	}
-	t.Cleanup(func() { newReplaySink = nil })
+	t.Cleanup(func() { newReplaySink = prev })
 	// Real pacing, so keep it short: 0.3 s of /imu_data at 100x.
 	_, _, err := runCLI(t, "bag", "replay", "--topics", "/imu_data", "--rate", "100", "--duration", "300ms", "--domain", "7", dir)
 	require.NoError(t, err)

@@ -1,0 +1,49 @@
+package bridge
+
+import (
+	"runtime"
+	"time"
+)
+
+// Added by the assembly (bridge/server), kept apart from the lanes' files.
+
+// WaitExpressDrained waits, at most max, until no attached device without
+// an express rate ceiling still holds a pending express sample of key, and
+// reports whether that is so. The server calls it before publishing the
+// next sample of a critical route that DDS delivered in a burst: the
+// express lane keeps only the latest sample per key, so a burst arriving
+// faster than a device's express goroutine is scheduled would otherwise
+// replace samples (counted as congestion) although the device keeps up.
+// Devices with a ceiling are paced on purpose and are not waited for.
+func (g *Gateway) WaitExpressDrained(key string, max time.Duration) bool {
+	var deadline time.Time
+	for {
+		if !g.expressPending(key) {
+			return true
+		}
+		now := time.Now()
+		if deadline.IsZero() {
+			deadline = now.Add(max)
+		} else if now.After(deadline) {
+			return false
+		}
+		runtime.Gosched()
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+func (g *Gateway) expressPending(key string) bool {
+	for _, d := range *g.devices.Load() {
+		e := d.egress()
+		if e.shape.ExpressRate > 0 {
+			continue
+		}
+		e.exp.mu.Lock()
+		_, ok := e.exp.items[key]
+		e.exp.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,303 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/ddspath"
+	"github.com/picobridge/picobridge/ddspath/ros2"
+	"github.com/picobridge/picobridge/zenohpath"
+)
+
+// ddsBridge creates and removes routes as DDS discovery reports remote
+// publications (→ a reader, DDS → Zenoh) and subscriptions (→ a writer,
+// Zenoh → DDS).
+type ddsBridge struct {
+	s      *Server
+	p      *ddspath.Participant
+	events chan ddspath.Endpoint
+	wg     sync.WaitGroup
+
+	mu  sync.Mutex
+	out map[string]*outRoute // by DDS topic
+	in  map[string]*inRoute  // by DDS topic
+}
+
+type outRoute struct {
+	route   bridge.Route
+	qos     ddspath.QoS
+	reader  *ddspath.Reader
+	writers map[ddspath.GUID]bool
+	samples atomic.Uint64
+	errors  atomic.Uint64
+}
+
+type inRoute struct {
+	route   bridge.Route
+	qos     ddspath.QoS
+	writer  *ddspath.Writer
+	sub     *zenohpath.Subscriber
+	readers map[ddspath.GUID]bool
+	samples atomic.Uint64
+	errors  atomic.Uint64
+}
+
+func startDDS(ctx context.Context, s *Server, cfg ddspath.Config) (*ddsBridge, error) {
+	p, err := ddspath.Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &ddsBridge{s: s, p: p, events: make(chan ddspath.Endpoint, 1024),
+		out: map[string]*outRoute{}, in: map[string]*inRoute{}}
+	b.wg.Add(2)
+	go func() {
+		defer b.wg.Done()
+		defer close(b.events)
+		err := p.WatchEndpoints(ctx, func(e ddspath.Endpoint) {
+			select {
+			case b.events <- e:
+			case <-ctx.Done():
+			}
+		})
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, ddspath.ErrClosed) {
+			s.log.Error("DDS discovery stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer b.wg.Done()
+		for e := range b.events {
+			b.handle(e)
+		}
+	}()
+	s.log.Info("DDS participant open", "domain", cfg.DomainID, "guid", p.GUID().String())
+	return b, nil
+}
+
+// close stops discovery, closes every route and the participant.
+func (b *ddsBridge) close() {
+	b.mu.Lock()
+	subs := make([]*zenohpath.Subscriber, 0, len(b.in))
+	for _, r := range b.in {
+		subs = append(subs, r.sub)
+	}
+	b.mu.Unlock()
+	for _, sub := range subs {
+		_ = sub.Undeclare()
+	}
+	_ = b.p.Close() // ends WatchEndpoints and every reader's channel
+	b.wg.Wait()
+}
+
+// allowed is the route table's decision for a discovered topic.
+func (b *ddsBridge) allowed(topic string) bool {
+	rt := b.s.gw.Routes()
+	if !rt.Allowed(topic) {
+		return false
+	}
+	return rt.AutoBridge() || len(b.s.cfg.Routes.Allow) > 0
+}
+
+func (b *ddsBridge) handle(e ddspath.Endpoint) {
+	topic, kind, err := ros2.ParseDDSTopic(e.Topic)
+	if err != nil || kind != ros2.KindTopic {
+		return // not a ROS topic (services and actions are not bridged)
+	}
+	rosType, err := ros2.TypeFromDDS(e.TypeName)
+	if err != nil {
+		rosType = e.TypeName
+	}
+	log := b.s.log.With("topic", topic, "type", rosType)
+	switch e.Kind {
+	case ddspath.Publication:
+		b.mu.Lock()
+		r := b.out[e.Topic]
+		if e.Alive {
+			if r == nil {
+				b.mu.Unlock()
+				if !b.allowed(topic) {
+					log.Debug("DDS publication not bridged (routes allow/deny)")
+					return
+				}
+				route, _ := b.s.gw.Routes().Resolve(topic, rosType, e.TypeHash)
+				r, err = b.newOut(e, route)
+				if err != nil {
+					log.Warn("DDS → Zenoh route not created", "err", err)
+					return
+				}
+				b.mu.Lock()
+				b.out[e.Topic] = r
+				b.s.stats.routes.WithLabelValues(dirToZenoh).Inc()
+				log.Info("route DDS → Zenoh", "key", r.route.Key, "criticality", string(r.route.Criticality), "qos", r.qos.String())
+			}
+			r.writers[e.GUID] = true
+			b.mu.Unlock()
+			return
+		}
+		if r == nil {
+			b.mu.Unlock()
+			return
+		}
+		delete(r.writers, e.GUID)
+		if len(r.writers) > 0 {
+			b.mu.Unlock()
+			return
+		}
+		delete(b.out, e.Topic)
+		b.s.stats.routes.WithLabelValues(dirToZenoh).Dec()
+		b.mu.Unlock()
+		_ = r.reader.Close()
+		log.Info("route DDS → Zenoh removed (no DDS writer left)", "key", r.route.Key, "samples", r.samples.Load())
+	case ddspath.Subscription:
+		b.mu.Lock()
+		r := b.in[e.Topic]
+		if e.Alive {
+			if r == nil {
+				b.mu.Unlock()
+				if !b.allowed(topic) {
+					return
+				}
+				route, _ := b.s.gw.Routes().Resolve(topic, rosType, e.TypeHash)
+				r, err = b.newIn(e, route)
+				if err != nil {
+					log.Warn("Zenoh → DDS route not created", "err", err)
+					return
+				}
+				b.mu.Lock()
+				b.in[e.Topic] = r
+				b.s.stats.routes.WithLabelValues(dirToDDS).Inc()
+				log.Info("route Zenoh → DDS", "key", r.route.Key, "qos", r.qos.String())
+			}
+			r.readers[e.GUID] = true
+			b.mu.Unlock()
+			return
+		}
+		if r == nil {
+			b.mu.Unlock()
+			return
+		}
+		delete(r.readers, e.GUID)
+		if len(r.readers) > 0 {
+			b.mu.Unlock()
+			return
+		}
+		delete(b.in, e.Topic)
+		b.s.stats.routes.WithLabelValues(dirToDDS).Dec()
+		b.mu.Unlock()
+		_ = r.sub.Undeclare()
+		_ = r.writer.Close()
+		log.Info("route Zenoh → DDS removed (no DDS reader left)", "key", r.route.Key, "samples", r.samples.Load())
+	}
+}
+
+// matchQoS is a QoS compatible with the remote endpoint's: same
+// reliability and durability (volatile or transient local), KEEP_LAST with
+// its depth, at least the ROS default 10.
+func matchQoS(q ddspath.QoS) ddspath.QoS {
+	out := ddspath.QoS{Reliability: q.Reliability, History: ddspath.KeepLast, Depth: max(q.Depth, 10), Durability: ddspath.Volatile}
+	if q.Durability != ddspath.Volatile {
+		out.Durability = ddspath.TransientLocal
+	}
+	return out.Normalize()
+}
+
+func (b *ddsBridge) newOut(e ddspath.Endpoint, route bridge.Route) (*outRoute, error) {
+	q := matchQoS(e.QoS)
+	q.IgnoreLocal = true // never read back what the Zenoh → DDS writers wrote
+	rd, err := b.p.NewReader(e.Topic, e.TypeName, q, ddspath.WithQueue(1024, ddspath.DropOldest))
+	if err != nil {
+		return nil, err
+	}
+	r := &outRoute{route: route, qos: q, reader: rd, writers: map[ddspath.GUID]bool{}}
+	opts := &zenohpath.PutOptions{Priority: zenohpath.PriorityData, CongestionControl: zenohpath.CongestionControlDrop}
+	if route.Criticality == bridge.Critical {
+		opts.Priority, opts.Express = zenohpath.PriorityRealTime, true
+	}
+	if e.QoS.Reliability != ddspath.Reliable {
+		opts.Reliability = zenohpath.ReliabilityBestEffort
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		for smp := range rd.C() {
+			b.forward(r, smp, opts)
+		}
+	}()
+	return r, nil
+}
+
+// expressDrainWait bounds how long a critical route's ingress waits for the
+// devices' express lanes to take the route's previous sample.
+const expressDrainWait = 20 * time.Millisecond
+
+// forward publishes one DDS sample on the route's key: to plain Zenoh
+// faces through the router, to devices through their lanes.
+func (b *ddsBridge) forward(r *outRoute, smp *ddspath.Sample, opts *zenohpath.PutOptions) {
+	s := b.s
+	if _, err := s.data.PublishRemote(r.route.Key, smp.CDR, opts, s.devs.isDevice); err != nil {
+		r.errors.Add(1)
+		s.stats.errors.WithLabelValues(dirToZenoh).Inc()
+		s.gw.ReportError()
+		return
+	}
+	if r.route.Criticality == bridge.Critical {
+		// The express lane keeps the latest sample per key: give the
+		// devices' express goroutines a moment to take the previous one.
+		s.gw.WaitExpressDrained(r.route.Key, expressDrainWait)
+	}
+	s.gw.Publish(r.route, bridge.Sample{Key: r.route.Key, Payload: smp.CDR, Time: smp.ReceivedAt})
+	r.samples.Add(1)
+	s.stats.samples.WithLabelValues(dirToZenoh).Inc()
+}
+
+func (b *ddsBridge) newIn(e ddspath.Endpoint, route bridge.Route) (*inRoute, error) {
+	q := matchQoS(e.QoS)
+	w, err := b.p.NewWriter(e.Topic, e.TypeName, q)
+	if err != nil {
+		return nil, err
+	}
+	r := &inRoute{route: route, qos: q, writer: w, readers: map[ddspath.GUID]bool{}}
+	s := b.s
+	r.sub, err = s.data.DeclareSubscriber(route.Key, func(smp zenohpath.Sample) {
+		if smp.Kind() != zenohpath.SampleKindPut {
+			return
+		}
+		if err := w.Write(smp.Payload(), time.Time{}); err != nil {
+			r.errors.Add(1)
+			s.stats.errors.WithLabelValues(dirToDDS).Inc()
+			return
+		}
+		r.samples.Add(1)
+		s.stats.samples.WithLabelValues(dirToDDS).Inc()
+	})
+	if err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (b *ddsBridge) status() []RouteStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]RouteStatus, 0, len(b.out)+len(b.in))
+	for _, r := range b.out {
+		out = append(out, RouteStatus{Route: r.route, Direction: dirToZenoh, QoS: r.qos.String(),
+			Endpoints: len(r.writers), Samples: r.samples.Load(), Errors: r.errors.Load()})
+	}
+	for _, r := range b.in {
+		out = append(out, RouteStatus{Route: r.route, Direction: dirToDDS, QoS: r.qos.String(),
+			Endpoints: len(r.readers), Samples: r.samples.Load(), Errors: r.errors.Load()})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Direction < out[j].Direction
+	})
+	return out
+}

@@ -1,0 +1,186 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/zenohpath"
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+// devices follows the faces of the router's listeners and attaches the
+// ones identified as devices to the gateway (zenohpath.FaceObserver).
+type devices struct {
+	s *Server
+
+	mu     sync.RWMutex
+	byFace map[uint64]*devFace
+}
+
+type devFace struct {
+	face zenohpath.Face
+	dev  *bridge.Device // nil: a plain Zenoh session
+	subs []string       // subscriptions given to dev
+}
+
+func newDevices(s *Server) *devices { return &devices{s: s, byFace: map[uint64]*devFace{}} }
+
+// isDevice reports whether the face is served by the lanes (then plain
+// routing of bridge samples skips it).
+func (d *devices) isDevice(faceID uint64) bool {
+	d.mu.RLock()
+	df := d.byFace[faceID]
+	d.mu.RUnlock()
+	return df != nil && df.dev != nil
+}
+
+func (d *devices) FaceOpened(f zenohpath.Face) {
+	df := &devFace{face: f}
+	d.mu.Lock()
+	d.byFace[f.ID()] = df
+	d.mu.Unlock()
+	zid := strings.TrimLeft(f.ZID().String(), "0")
+	for _, dc := range d.s.cfg.Devices.List {
+		if dc.ZID != "" && strings.TrimLeft(strings.TrimPrefix(strings.ToLower(dc.ZID), "0x"), "0") == zid {
+			d.attach(df, "")
+			return
+		}
+	}
+}
+
+func (d *devices) SubscriptionsChanged(f zenohpath.Face) {
+	d.mu.RLock()
+	df := d.byFace[f.ID()]
+	d.mu.RUnlock()
+	if df == nil {
+		return
+	}
+	subs := f.Subscriptions()
+	if df.dev == nil {
+		for _, k := range subs {
+			if name, kind, ok := bridge.ParseProbeKey(k); ok && kind == bridge.ProbePing {
+				d.attach(df, name)
+				break
+			}
+		}
+		if df.dev == nil {
+			return
+		}
+	}
+	d.sync(df, subs)
+}
+
+func (d *devices) FaceClosed(f zenohpath.Face) {
+	d.mu.Lock()
+	df := d.byFace[f.ID()]
+	delete(d.byFace, f.ID())
+	d.mu.Unlock()
+	if df != nil && df.dev != nil {
+		df.face.SetDivert(nil)
+		df.dev.Detach()
+		d.s.stats.devices.Dec()
+	}
+}
+
+// attach makes the face a device. Calls for one face come from its
+// session's receive goroutine, so df needs no lock of its own; d.mu makes
+// dev visible to isDevice.
+func (d *devices) attach(df *devFace, name string) {
+	dev, err := d.s.gw.Attach(bridge.DeviceIdentity{ZID: zidHex(df.face.ZID()), Name: name}, faceSink{df.face})
+	if err != nil {
+		d.s.log.Warn("device not attached", "zid", df.face.ZID().String(), "name", name, "err", err)
+		return
+	}
+	d.mu.Lock()
+	df.dev = dev
+	d.mu.Unlock()
+	d.s.stats.devices.Inc()
+	// What the router routes to the device from other faces (upstream
+	// Zenoh, other devices, clients) goes through its lanes too, with the
+	// criticality of the ROS name its key maps back to.
+	gw := d.s.gw
+	df.face.SetDivert(func(key string, payload []byte) bool {
+		if strings.HasPrefix(key, "@") {
+			return false // verbatim keys (probes, admin) stay plain
+		}
+		route := gw.RouteForKey(key)
+		dev.Offer(bridge.Sample{Key: key, Payload: bytes.Clone(payload)}, route.Criticality)
+		return true
+	})
+	d.sync(df, df.face.Subscriptions())
+}
+
+func (d *devices) sync(df *devFace, subs []string) {
+	for _, k := range subs {
+		if !slices.Contains(df.subs, k) {
+			df.dev.DeclareSubscriber(k)
+		}
+	}
+	for _, k := range df.subs {
+		if !slices.Contains(subs, k) {
+			df.dev.UndeclareSubscriber(k)
+		}
+	}
+	df.subs = subs
+}
+
+// zidHex is the zid as zenohd prints it, padded to whole bytes (the
+// gateway wants even-length hex; String drops leading zeros).
+func zidHex(z wire.ZID) string {
+	h := z.String()
+	if len(h)%2 == 1 {
+		h = "0" + h
+	}
+	return h
+}
+
+// faceSink is a device's egress: the lanes send through the device's face.
+type faceSink struct{ f zenohpath.Face }
+
+var (
+	qosExpress = wire.NewQoS(wire.PriorityRealTime, wire.CongestionDrop, true)
+	qosBatched = wire.NewQoS(wire.PriorityData, wire.CongestionDrop, false)
+)
+
+func push(key string, payload []byte, q wire.QoS) *wire.Push {
+	m := &wire.Push{WireExpr: wire.WireExpr{Suffix: key}, Body: &wire.Put{Payload: payload}}
+	if q != wire.DefaultQoS {
+		m.QoS, m.HasQoS = q, true
+	}
+	return m
+}
+
+func sinkErr(err error) error {
+	if errors.Is(err, zenohpath.ErrFaceQueueFull) {
+		return bridge.ErrCongested
+	}
+	return err
+}
+
+// SendExpress: EXPRESS, reliable, RealTime, drop.
+func (k faceSink) SendExpress(s bridge.Sample) error {
+	return sinkErr(k.f.Send(push(s.Key, s.Payload, qosExpress),
+		zenohpath.SendOptions{Reliable: true, Express: true, Priority: wire.PriorityRealTime}))
+}
+
+// SendBatch: best effort, Data, coalesced by the transport into frames of
+// the session's negotiated batch size. It stops at the first refusal (the
+// whole flush is then counted as dropped).
+func (k faceSink) SendBatch(samples []bridge.Sample) error {
+	for _, s := range samples {
+		if err := k.f.Send(push(s.Key, s.Payload, qosBatched), zenohpath.SendOptions{Priority: wire.PriorityData}); err != nil {
+			return sinkErr(err)
+		}
+	}
+	return nil
+}
+
+// SendProbe: best effort, express, RealTime.
+func (k faceSink) SendProbe(key string, payload []byte) error {
+	return sinkErr(k.f.Send(push(key, payload, qosExpress),
+		zenohpath.SendOptions{Express: true, Priority: wire.PriorityRealTime}))
+}

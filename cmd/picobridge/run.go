@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/bridge/server"
+	"github.com/picobridge/picobridge/ddspath"
+)
+
+func init() { subcommands = append(subcommands, newRunCommand) }
+
+// runOptions are the flags of `picobridge run` (zenohd / zenoh-bridge-ros2dds style).
+type runOptions struct {
+	config        string
+	listen        []string
+	connect       []string
+	mode          string
+	id            string
+	domain        int
+	namespace     string
+	nodename      string
+	metrics       string
+	keyStyle      string
+	allow, deny   []string
+	critical      []string
+	cfg           []string
+	ddsInterface  string
+	ddsMulticast  bool
+	ddsPeers      []string
+	noDDS         bool
+	logLevel      string
+	printConfig   bool
+	changed       func(string) bool
+	domainFromEnv string
+}
+
+func newRunCommand() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the gateway: Zenoh router for devices + DDS bridge + per-device lanes",
+		Long: `Runs picobridge: a Zenoh router that zenoh-pico devices and Zenoh clients connect to,
+bridged to ROS 2 over DDS. Discovered DDS topics are bridged to Zenoh keys (plain style:
+/scan -> "scan", as zenoh-bridge-ros2dds) and what Zenoh publishes on the key of a topic
+that has DDS readers is written to DDS. Devices (identified by zid in devices.list, or by
+the name their probe responder announces) get per-device express/batched lanes and a
+probe classifier. Without -c the embedded default configuration is used
+(picobridge run --print-config shows it); flags are laid over the file.
+
+HTTP (metrics.listen, default 127.0.0.1:9464): /metrics, /healthz, /devicez, /routez.
+SIGINT or SIGTERM stops it.`,
+		Example: `  picobridge run
+  picobridge run -c picobridge.yaml
+  picobridge run -l tcp/0.0.0.0:7447 -e tcp/10.0.0.1:7447 --domain 3 -n /robot1
+  picobridge run --critical '/scan|/cmd_vel' --cfg policy.batched.rate_hz:20`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.changed = cmd.Flags().Changed
+			o.domainFromEnv = os.Getenv("ROS_DOMAIN_ID")
+			cfg, err := buildRunConfig(o)
+			if err != nil {
+				return err
+			}
+			if o.printConfig {
+				return printConfig(cmd.OutOrStdout(), cfg)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runGateway(ctx, o, cfg, cmd.ErrOrStderr(), nil)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.config, "config", "c", "", "YAML configuration file, laid over the embedded default")
+	f.StringArrayVarP(&o.listen, "listen", "l", nil, "Zenoh endpoint to listen on (repeatable; replaces zenoh.listen): tcp/HOST:PORT, udp/HOST:PORT")
+	f.StringArrayVarP(&o.connect, "connect", "e", nil, "upstream Zenoh router to connect to (repeatable; replaces zenoh.connect)")
+	f.StringVarP(&o.mode, "mode", "m", "", "Zenoh mode: router, peer or client (zenoh.mode)")
+	f.StringVarP(&o.id, "id", "i", "", "Zenoh id in hex, as zenohd prints it (zenoh.id); default random")
+	f.IntVarP(&o.domain, "domain", "d", 0, "DDS domain id (dds.domain); default $ROS_DOMAIN_ID, else the file's, else 0")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "ROS namespace prefixed to every bridged name (dds.namespace), e.g. /robot1")
+	f.StringVar(&o.nodename, "nodename", "", "ROS node name of the bridge (dds.nodename)")
+	f.StringVar(&o.metrics, "metrics", "", "HTTP address of /metrics /healthz /devicez /routez (metrics.listen); \"off\" disables")
+	f.StringVar(&o.keyStyle, "key-style", "", "Zenoh key style: plain or rmw_zenoh (routes.key_style)")
+	f.StringArrayVarP(&o.allow, "allow", "a", nil, "regex of ROS names to bridge (repeatable; routes.allow)")
+	f.StringArrayVar(&o.deny, "deny", nil, "regex of ROS names not to bridge (repeatable; routes.deny)")
+	f.StringArrayVar(&o.critical, "critical", nil, "regex of ROS names whose routes are critical (repeatable; routes.critical)")
+	f.StringArrayVar(&o.cfg, "cfg", nil, "set any configuration key, zenohd style: KEY:YAML_VALUE, e.g. policy.batched.rate_hz:20 (repeatable)")
+	f.StringVar(&o.ddsInterface, "dds-interface", "", "network interface (name or address) Cyclone DDS uses; default 127.0.0.1")
+	f.BoolVar(&o.ddsMulticast, "dds-multicast", false, "enable DDS multicast discovery (default: unicast to --dds-peer)")
+	f.StringArrayVar(&o.ddsPeers, "dds-peer", nil, "unicast DDS discovery peer address (repeatable; default 127.0.0.1)")
+	f.BoolVar(&o.noDDS, "no-dds", false, "run the Zenoh side only")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration (after file and flags) as JSON and exit")
+	return cmd
+}
+
+// buildRunConfig loads the file (or the embedded default) and lays the
+// flags that were given over it, then validates.
+func buildRunConfig(o runOptions) (*bridge.Config, error) {
+	var cfg *bridge.Config
+	var err error
+	if o.config != "" {
+		if cfg, err = bridge.LoadConfig(o.config); err != nil {
+			return nil, err
+		}
+	} else {
+		cfg = bridge.DefaultConfig()
+	}
+	changed := o.changed
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	set := func(key string, v any) error {
+		b, err := json.Marshal(v) // JSON is YAML
+		if err != nil {
+			return err
+		}
+		if err := cfg.Override(key, string(b)); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		return nil
+	}
+	type ov struct {
+		flag, key string
+		v         any
+	}
+	ovs := []ov{
+		{"listen", "zenoh.listen", o.listen},
+		{"connect", "zenoh.connect", o.connect},
+		{"mode", "zenoh.mode", o.mode},
+		{"id", "zenoh.id", o.id},
+		{"namespace", "dds.namespace", o.namespace},
+		{"nodename", "dds.nodename", o.nodename},
+		{"key-style", "routes.key_style", o.keyStyle},
+		{"allow", "routes.allow", o.allow},
+		{"deny", "routes.deny", o.deny},
+		{"critical", "routes.critical", o.critical},
+	}
+	for _, x := range ovs {
+		if changed(x.flag) {
+			if err := set(x.key, x.v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if changed("domain") {
+		if err := set("dds.domain", o.domain); err != nil {
+			return nil, err
+		}
+	} else if o.domainFromEnv != "" {
+		d, err := strconv.Atoi(o.domainFromEnv)
+		if err != nil {
+			return nil, fmt.Errorf("$ROS_DOMAIN_ID %q: not a number", o.domainFromEnv)
+		}
+		if err := set("dds.domain", d); err != nil {
+			return nil, err
+		}
+	}
+	if changed("metrics") {
+		v := o.metrics
+		if v == "off" {
+			v = ""
+		}
+		if err := set("metrics.listen", v); err != nil {
+			return nil, err
+		}
+	}
+	for _, kv := range o.cfg {
+		k, v, ok := strings.Cut(kv, ":")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--cfg %q: want KEY:YAML_VALUE", kv)
+		}
+		if err := cfg.Override(k, v); err != nil {
+			return nil, fmt.Errorf("--cfg %s: %w", k, err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func printConfig(w io.Writer, cfg *bridge.Config) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(cfg)
+}
+
+// runGateway runs the gateway until ctx is done. ready, if set, gets the
+// server once it is up (tests).
+func runGateway(ctx context.Context, o runOptions, cfg *bridge.Config, logOut io.Writer, ready func(*server.Server)) error {
+	level, err := parseLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	s, err := server.Start(ctx, server.Options{
+		Config:     cfg,
+		DDS:        ddspath.Config{Interface: o.ddsInterface, Multicast: o.ddsMulticast, Peers: o.ddsPeers},
+		DisableDDS: o.noDDS,
+		Logger:     log,
+		Version:    version,
+	})
+	if err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(s)
+	}
+	<-ctx.Done()
+	log.Info("shutting down", "cause", context.Cause(ctx))
+	err = s.Close()
+	log.Info("stopped")
+	return err
+}

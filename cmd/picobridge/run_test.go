@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/bridge"
+)
+
+func TestRunConfigFlagsOverFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "c.yaml")
+	require.NoError(t, os.WriteFile(f, []byte("dds:\n  domain: 5\nzenoh:\n  connect: [tcp/10.0.0.1:7447]\n"), 0o644))
+	given := map[string]bool{"listen": true, "mode": true, "namespace": true, "critical": true, "metrics": true, "key-style": true}
+	o := runOptions{config: f, listen: []string{"tcp/127.0.0.1:7448"}, mode: "peer", namespace: "/bot1",
+		critical: []string{"/scan"}, metrics: "off", keyStyle: "rmw_zenoh",
+		cfg: []string{"policy.batched.rate_hz:20"}, changed: func(n string) bool { return given[n] }}
+	cfg, err := buildRunConfig(o)
+	require.NoError(t, err)
+	require.Equal(t, []string{"tcp/127.0.0.1:7448"}, cfg.Zenoh.Listen)
+	require.Equal(t, []string{"tcp/10.0.0.1:7447"}, cfg.Zenoh.Connect, "file kept where no flag")
+	require.Equal(t, bridge.ModePeer, cfg.Zenoh.Mode)
+	require.Equal(t, 5, cfg.DDS.Domain)
+	require.Equal(t, "/bot1", cfg.DDS.Namespace)
+	require.Equal(t, "", cfg.Metrics.Listen)
+	require.Equal(t, 20.0, cfg.Policy.Batched.RateHz)
+	require.Equal(t, bridge.Critical, bridge.NewRoutes(cfg).CriticalityOf("/scan"))
+
+	o.domainFromEnv = "9"
+	cfg, err = buildRunConfig(o)
+	require.NoError(t, err)
+	require.Equal(t, 9, cfg.DDS.Domain, "$ROS_DOMAIN_ID over the file")
+	given["domain"], o.domain = true, 3
+	cfg, err = buildRunConfig(o)
+	require.NoError(t, err)
+	require.Equal(t, 3, cfg.DDS.Domain, "--domain over everything")
+
+	_, err = buildRunConfig(runOptions{mode: "bogus", changed: func(n string) bool { return n == "mode" }})
+	require.Error(t, err)
+	_, err = buildRunConfig(runOptions{cfg: []string{"nope"}})
+	require.Error(t, err)
+	cfg, err = buildRunConfig(runOptions{})
+	require.NoError(t, err, "embedded default")
+	require.Equal(t, []string{"tcp/0.0.0.0:7447", "udp/0.0.0.0:7447"}, cfg.Zenoh.Listen)
+}

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/bridge/server"
+)
+
+func init() { subcommands = append(subcommands, newStatusCommand) }
+
+type statusOptions struct {
+	addr        string
+	device      string
+	transitions bool
+	jsonOut     bool
+	routes      bool
+	timeout     time.Duration
+}
+
+func newStatusCommand() *cobra.Command {
+	var o statusOptions
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the devices of a running gateway (class, profile, rates, drops) from its /devicez",
+		Example: `  picobridge status
+  picobridge status --addr 10.0.0.5:9464 --device esp32-a --transitions
+  picobridge status --routes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+			defer cancel()
+			return runStatus(ctx, cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:9464", "HTTP address of the gateway (its metrics.listen), or a URL")
+	f.StringVar(&o.device, "device", "", "show only this device")
+	f.BoolVar(&o.transitions, "transitions", false, "also list each device's class transitions")
+	f.BoolVar(&o.jsonOut, "json", false, "print the raw JSON answer")
+	f.BoolVar(&o.routes, "routes", false, "also list the bridged DDS routes (/routez)")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Second, "give up after this long")
+	return cmd
+}
+
+func statusURL(addr, path string, q url.Values) string {
+	base := addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	u := strings.TrimRight(base, "/") + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	return u
+}
+
+func getJSON(ctx context.Context, u string, v any) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("is a gateway running there? %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return b, json.Unmarshal(b, v)
+}
+
+func runStatus(ctx context.Context, w io.Writer, o statusOptions) error {
+	q := url.Values{}
+	if o.device != "" {
+		q.Set("device", o.device)
+	}
+	if o.transitions {
+		q.Set("transitions", "1")
+	}
+	var dz devicezJSON
+	raw, err := getJSON(ctx, statusURL(o.addr, bridge.PathDevicez, q), &dz)
+	if err != nil {
+		return err
+	}
+	var rz server.RoutezResponse
+	var rawRoutes []byte
+	if o.routes {
+		if rawRoutes, err = getJSON(ctx, statusURL(o.addr, server.PathRoutez, nil), &rz); err != nil {
+			return err
+		}
+	}
+	if o.jsonOut {
+		_, _ = w.Write(raw)
+		if o.routes {
+			_, _ = w.Write(rawRoutes)
+		}
+		return nil
+	}
+	printDevicez(w, dz, o.transitions)
+	if o.routes {
+		printRoutez(w, rz)
+	}
+	return nil
+}
+
+// devicezJSON mirrors bridge.DevicezResponse with the class and mode as
+// the strings they are written as.
+type devicezJSON struct {
+	Now        time.Time `json:"now"`
+	Supervisor struct {
+		Mode   string `json:"mode"`
+		Health struct {
+			QueueOccupancy float64 `json:"queue_occupancy"`
+		} `json:"health"`
+		Transitions uint64 `json:"transitions_total"`
+	} `json:"supervisor"`
+	Devices []struct {
+		Name       string `json:"name"`
+		ZID        string `json:"zid"`
+		Configured bool   `json:"configured"`
+		Platform   string `json:"platform"`
+		Board      string `json:"board"`
+		Classifier struct {
+			Class    string `json:"class"`
+			State    string `json:"state"`
+			Override string `json:"override"`
+			Reading  struct {
+				RTT     time.Duration `json:"rtt_ns"`
+				Loss    float64       `json:"loss"`
+				Samples int           `json:"samples"`
+				Replies int           `json:"replies"`
+			} `json:"reading"`
+			ProbesSent  uint64 `json:"probes_sent"`
+			Transitions uint64 `json:"transitions_total"`
+			History     []struct {
+				At     time.Time `json:"at"`
+				From   string    `json:"from"`
+				To     string    `json:"to"`
+				Reason string    `json:"reason"`
+			} `json:"transitions"`
+		} `json:"classifier"`
+		BatchedRateHz float64  `json:"batched_rate_hz"`
+		Subscriptions []string `json:"subscriptions"`
+		Lanes         map[string]struct {
+			Depth     int               `json:"depth"`
+			Forwarded uint64            `json:"forwarded"`
+			Dropped   map[string]uint64 `json:"dropped"`
+		} `json:"lanes"`
+	} `json:"devices"`
+}
+
+func dropsString(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func printDevicez(w io.Writer, dz devicezJSON, transitions bool) {
+	fmt.Fprintf(w, "supervisor: %s (queue occupancy %.2f, %d transitions)\n", dz.Supervisor.Mode,
+		dz.Supervisor.Health.QueueOccupancy, dz.Supervisor.Transitions)
+	if len(dz.Devices) == 0 {
+		fmt.Fprintln(w, "no devices attached (a device is a session whose zid is in devices.list or whose probe responder announced a name)")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEVICE\tCLASS\tPROFILE\tRTT\tLOSS\tPROBES\tBATCHED HZ\tEXPRESS FWD\tEXPRESS DROPS\tBATCHED FWD\tBATCHED DROPS\tSUBSCRIPTIONS")
+	for _, d := range dz.Devices {
+		class := d.Classifier.Class
+		if d.Classifier.Override != "" && d.Classifier.Override != "auto" {
+			class += " (override)"
+		}
+		prof := d.Platform
+		if d.Board != "" {
+			prof += "/" + d.Board
+		}
+		if !d.Configured {
+			prof += " (default)"
+		}
+		rtt := "-"
+		if d.Classifier.Reading.Replies > 0 {
+			rtt = d.Classifier.Reading.RTT.Round(100 * time.Microsecond).String()
+		}
+		ex, ba := d.Lanes["express"], d.Lanes["batched"]
+		var subs []string
+		for _, s := range d.Subscriptions {
+			if !strings.HasPrefix(s, bridge.ProbePrefix) {
+				subs = append(subs, s)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f%%\t%d\t%g\t%d\t%s\t%d\t%s\t%s\n", d.Name, class, prof, rtt,
+			100*d.Classifier.Reading.Loss, d.Classifier.ProbesSent, d.BatchedRateHz,
+			ex.Forwarded, dropsString(ex.Dropped), ba.Forwarded, dropsString(ba.Dropped), strings.Join(subs, " "))
+	}
+	_ = tw.Flush()
+	if transitions {
+		for _, d := range dz.Devices {
+			for _, t := range d.Classifier.History {
+				fmt.Fprintf(w, "  %s %s: %s -> %s (%s)\n", t.At.Format(time.RFC3339Nano), d.Name, t.From, t.To, t.Reason)
+			}
+		}
+	}
+}
+
+func printRoutez(w io.Writer, rz server.RoutezResponse) {
+	if !rz.DDS {
+		fmt.Fprintln(w, "\nDDS: not running")
+		return
+	}
+	fmt.Fprintf(w, "\nDDS domain %d routes:\n", rz.Domain)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tTYPE\tDIRECTION\tKEY\tCRITICALITY\tQOS\tENDPOINTS\tSAMPLES\tERRORS")
+	for _, r := range rz.Routes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", r.Topic, r.Type, r.Direction, r.Key, r.Criticality, r.QoS, r.Endpoints, r.Samples, r.Errors)
+	}
+	_ = tw.Flush()
+}

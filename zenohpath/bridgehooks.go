@@ -1,0 +1,237 @@
+package zenohpath
+
+// Hooks for the gateway assembly (bridge/server), kept apart from the
+// router's own files: observe accepted faces (open, subscriber changes,
+// close), send a message to one face, and route a bridge-originated PUSH to
+// every subscribed face except the ones the gateway serves itself (devices,
+// through their egress lanes). Nothing here changes how the router routes
+// messages between faces.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync/atomic"
+
+	"github.com/picobridge/picobridge/zenohpath/transport"
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+// FaceObserver receives the life of every face accepted by ListenObserved.
+// Calls for one face come in order (FaceOpened, then SubscriptionsChanged
+// any number of times, then FaceClosed) from that session's receive
+// goroutine: they must be quick and must not close the face.
+type FaceObserver interface {
+	FaceOpened(f Face)
+	SubscriptionsChanged(f Face)
+	FaceClosed(f Face)
+}
+
+// Face is a handle on one router face, for the gateway.
+type Face struct {
+	f  *face
+	s  *transport.Session
+	ol *observedLink
+}
+
+// DivertFunc takes a sample the router routes to a face (a PUT, with its
+// full key; payload is only valid during the call) instead of the face's
+// transport; it returns false to let the sample go to the transport.
+type DivertFunc func(key string, payload []byte) bool
+
+// SetDivert makes the router hand the PUTs it routes to this face to fn
+// (the gateway's lanes) instead of sending them; nil restores plain
+// routing. Messages sent with Face.Send are never diverted.
+func (h Face) SetDivert(fn DivertFunc) {
+	if h.ol == nil {
+		return
+	}
+	if fn == nil {
+		h.ol.divert.Store(nil)
+		return
+	}
+	h.ol.divert.Store(&fn)
+}
+
+// observedLink is the link of a face accepted by ListenObserved.
+type observedLink struct {
+	inner  link
+	divert atomic.Pointer[DivertFunc]
+}
+
+func (l *observedLink) send(m wire.NetworkMessage, o sendOptions) error {
+	if d := l.divert.Load(); d != nil {
+		if p, ok := m.(*wire.Push); ok {
+			if put, ok := p.Body.(*wire.Put); ok && p.WireExpr.Scope == 0 && (*d)(p.WireExpr.Suffix, put.Payload) {
+				return nil
+			}
+		}
+	}
+	return l.inner.send(m, o)
+}
+
+func (l *observedLink) close() { l.inner.close() }
+
+// ID is the face's router-wide id.
+func (h Face) ID() uint64 { return h.f.id }
+
+// ZID is the peer's Zenoh id.
+func (h Face) ZID() wire.ZID { return h.f.zid }
+
+// WhatAmI is the peer's role.
+func (h Face) WhatAmI() wire.WhatAmI { return h.f.whatami }
+
+// Session is the transport session of the face (nil for in-process faces).
+func (h Face) Session() *transport.Session { return h.s }
+
+// Subscriptions lists the key expressions the face subscribed to, sorted.
+func (h Face) Subscriptions() []string {
+	r := h.f.r
+	r.mu.Lock()
+	out := make([]string, 0, len(h.f.ents[kindSub]))
+	for _, e := range h.f.ents[kindSub] {
+		out = append(out, e.key)
+	}
+	r.mu.Unlock()
+	sort.Strings(out)
+	return out
+}
+
+// SendOptions are the transport options of Face.Send.
+type SendOptions = transport.SendOptions
+
+// ErrFaceQueueFull is returned by Face.Send when the face's queue is full
+// (or did not drain within the block timeout).
+var ErrFaceQueueFull = errors.New("zenohpath: face queue full")
+
+// Send sends one message to the face alone (counted as routed/dropped like
+// any routed message). A full queue gives ErrFaceQueueFull.
+func (h Face) Send(m wire.NetworkMessage, o SendOptions) error {
+	l := h.f.link
+	if h.ol != nil {
+		l = h.ol.inner
+	}
+	err := l.send(m, sendOptions{Reliable: o.Reliable, Express: o.Express, Block: o.Block, Priority: o.Priority})
+	switch {
+	case err == nil:
+		h.f.r.metrics.routedInc("push")
+		return nil
+	case errors.Is(err, transport.ErrQueueFull), errors.Is(err, transport.ErrBlockTimeout), errors.Is(err, errLocalFull):
+		h.f.r.metrics.droppedInc(dropQueueFull)
+		return fmt.Errorf("%w: %v", ErrFaceQueueFull, err)
+	case errors.Is(err, transport.ErrClosed), errors.Is(err, ErrClosed):
+		h.f.r.metrics.droppedInc(dropClosed)
+	default:
+		h.f.r.metrics.droppedInc(dropSendFailed)
+	}
+	return err
+}
+
+// ListenObserved is Listen with a FaceObserver told about every session
+// accepted on the endpoint.
+func (r *Router) ListenObserved(ctx context.Context, endpoint string, obs FaceObserver) (*transport.Listener, error) {
+	accept := func(s *transport.Session) transport.Handler {
+		// As Router.accept, with the face's link wrapped so that the
+		// gateway may divert what is routed to it.
+		fh := newFaceHandler(r)
+		ol := &observedLink{inner: sessionLink{s}}
+		f, ok := r.addFace(ol, s.PeerZID(), s.PeerWhatAmI(), false)
+		if !ok {
+			return nil
+		}
+		f.log.Info("session accepted", "remote", addrString(s), "batch", s.BatchSize(), "lease", s.PeerLease())
+		fh.attach(f)
+		face := Face{f: f, s: s, ol: ol}
+		obs.FaceOpened(face)
+		return &observedHandler{fh: fh, face: face, obs: obs}
+	}
+	ln, err := transport.Listen(ctx, endpoint, r.transportConfig(r.whatami), accept)
+	if err != nil {
+		return nil, fmt.Errorf("zenohpath: listen %s: %w", endpoint, err)
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		_ = ln.Close()
+		return nil, ErrClosed
+	}
+	r.closers = append(r.closers, func() { _ = ln.Close() })
+	r.listeners = append(r.listeners, ln.Endpoint())
+	r.mu.Unlock()
+	r.log.Info("listening", "endpoint", ln.Endpoint())
+	return ln, nil
+}
+
+type observedHandler struct {
+	fh   *faceHandler
+	face Face
+	obs  FaceObserver
+}
+
+func (h *observedHandler) HandleNetwork(s *transport.Session, m wire.NetworkMessage) {
+	h.fh.HandleNetwork(s, m)
+	if d, ok := m.(*wire.Declare); ok {
+		switch d.Body.(type) {
+		case *wire.DeclareSubscriber, *wire.UndeclareSubscriber:
+			h.obs.SubscriptionsChanged(h.face)
+		}
+	}
+}
+
+func (h *observedHandler) HandleClose(s *transport.Session, err error) {
+	h.fh.HandleClose(s, err)
+	h.obs.FaceClosed(h.face)
+}
+
+// PublishRemote publishes a sample from the session's face to every other
+// face with an intersecting subscriber for which skip(faceID) is false,
+// without delivering it to the session's own subscribers (Zenoh's
+// Locality::Remote). It returns how many faces it went to.
+func (s *Session) PublishRemote(key string, payload []byte, opts *PutOptions, skip func(faceID uint64) bool) (int, error) {
+	k, err := canonKey(key)
+	if err != nil {
+		return 0, err
+	}
+	if opts == nil {
+		opts = &PutOptions{}
+	}
+	p := &wire.Put{Payload: payload, Attachment: opts.Attachment}
+	if p.Payload == nil {
+		p.Payload = []byte{}
+	}
+	if opts.Encoding != nil {
+		p.HasEncoding, p.Encoding = true, *opts.Encoding
+	}
+	if opts.Timestamp != nil {
+		p.HasTimestamp, p.Timestamp = true, *opts.Timestamp
+	}
+	m := &wire.Push{WireExpr: wireKey(k), Body: p}
+	m.QoS, m.HasQoS = qosOf(opts.Priority, opts.CongestionControl, opts.Express)
+	r, from := s.r, s.face
+	r.mu.Lock()
+	if r.closed || from.closed {
+		r.mu.Unlock()
+		return 0, ErrClosed
+	}
+	targets := r.subRoutes[k]
+	if targets == nil {
+		targets = r.matchingFaces(kindSub, k, nil, nil)
+		if len(r.subRoutes) >= maxRouteCache {
+			clear(r.subRoutes)
+		}
+		r.subRoutes[k] = targets
+	}
+	r.mu.Unlock()
+	o := dataOptions(m.EffectiveQoS())
+	o.Reliable = opts.Reliability == ReliabilityReliable
+	n := 0
+	for _, t := range targets {
+		if t == from || (skip != nil && skip(t.id)) {
+			continue
+		}
+		t.send(m, o, "push")
+		n++
+	}
+	return n, nil
+}
