@@ -154,6 +154,14 @@ func TestAcceptNegotiatesMinimum(t *testing.T) {
 	require.Equal(t, 4096, s.BatchSize())
 	require.Equal(t, 3500*time.Millisecond, s.PeerLease())
 
+	// S with the default values is still echoed (pico's rule: S in ⇒ S out).
+	p3 := dialRaw(t, ln)
+	p3.send(&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: testZID(), HasSize: true, Resolution: wire.DefaultResolution, BatchSize: 65535})
+	ack = p3.recvMsg(5 * time.Second).(*wire.InitAck)
+	require.True(t, ack.HasSize)
+	require.EqualValues(t, 4096, ack.BatchSize)
+	require.Equal(t, wire.DefaultResolution, ack.Resolution)
+
 	// Resolution: 16-bit SN proposed → 16-bit used (mask 0x3fff).
 	p2 := dialRaw(t, ln)
 	p2.send(&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: testZID(), HasSize: true, Resolution: 0x09, BatchSize: 1000})
@@ -244,4 +252,76 @@ func TestAcceptRejectsTinyBatch(t *testing.T) {
 	c, ok := p.recvMsg(5 * time.Second).(*wire.Close)
 	require.True(t, ok)
 	require.Equal(t, wire.CloseInvalid, c.Reason)
+}
+
+// TestAcceptRefused: accept returning nil refuses the session with
+// CLOSE(MAX_SESSIONS) after OPEN.
+func TestAcceptRefused(t *testing.T) {
+	ln, err := Listen(context.Background(), "tcp/127.0.0.1:0", testConfig(), func(*Session) Handler { return nil })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	p := dialRaw(t, ln)
+	p.send(&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: testZID(), Resolution: wire.DefaultResolution, BatchSize: 65535})
+	ack := p.recvMsg(5 * time.Second).(*wire.InitAck)
+	p.send(&wire.OpenSyn{Lease: 10 * time.Second, Cookie: append([]byte(nil), ack.Cookie...)})
+	_ = p.recvMsg(5 * time.Second).(*wire.OpenAck)
+	c, ok := p.recvSkipKA(5 * time.Second).(*wire.Close)
+	require.True(t, ok)
+	require.Equal(t, wire.CloseMaxSessions, c.Reason)
+	require.Eventually(t, func() bool { return len(ln.Sessions()) == 0 }, 5*time.Second, 10*time.Millisecond)
+}
+
+// TestListenContextCancel: cancelling Listen's context closes the listener
+// and its sessions.
+func TestListenContextCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ln, err := Listen(ctx, "tcp/127.0.0.1:0", testConfig(), func(*Session) Handler { return newRecorder() })
+	require.NoError(t, err)
+	dc := testConfig()
+	dc.WhatAmI = wire.WhatAmIClient
+	crec := newRecorder()
+	s, err := Dial(context.Background(), ln.Endpoint(), dc, crec)
+	require.NoError(t, err)
+	// (A link still in handshake when the Listener closes is cut without CLOSE.)
+	require.Eventually(t, func() bool { return len(ln.Sessions()) == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	ce := crec.waitClose(t, 5*time.Second)
+	require.Equal(t, ReasonRemoteClose, ce.Reason)
+	require.Equal(t, wire.CloseGeneric, ce.Remote)
+	<-s.Done()
+	require.NoError(t, ln.Close())
+	_, err = Dial(context.Background(), ln.Endpoint(), dc, newRecorder())
+	require.Error(t, err)
+}
+
+func TestParseEndpoint(t *testing.T) {
+	for in, want := range map[string]Endpoint{
+		"tcp/127.0.0.1:7447":         {"tcp", "127.0.0.1:7447"},
+		"udp/[::1]:7447":             {"udp", "[::1]:7447"},
+		"tcp/localhost:7447#iface=x": {"tcp", "localhost:7447"},
+	} {
+		got, err := ParseEndpoint(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got)
+	}
+	for _, bad := range []string{"", "tcp", "tls/1.2.3.4:5", "tcp/1.2.3.4", "127.0.0.1:7447"} {
+		_, err := ParseEndpoint(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+func TestSEchoWithDefaults(t *testing.T) {
+	ln, _, _ := startListener(t, testConfig())
+	p := dialRaw(t, ln)
+	p.send(&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: testZID(), HasSize: true, Resolution: wire.DefaultResolution, BatchSize: 65535})
+	ack := p.recvMsg(5 * time.Second).(*wire.InitAck)
+	require.True(t, ack.HasSize, "InitSyn had S (even with default values) ⇒ InitAck has S")
+	require.EqualValues(t, 65535, ack.BatchSize)
+}
+
+func TestMinResolution(t *testing.T) {
+	require.EqualValues(t, 0x0a, minResolution(0x0a, 0x0f))
+	require.EqualValues(t, 0x05, minResolution(0x09, 0x06))
+	require.True(t, resolutionLE(0x05, 0x0a))
+	require.False(t, resolutionLE(0x0b, 0x0a))
 }

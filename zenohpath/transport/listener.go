@@ -111,9 +111,6 @@ func (ln *Listener) Close() error {
 	if ln.tcp != nil {
 		err = ln.tcp.Close()
 	}
-	if ln.udp != nil {
-		err = ln.udp.Close()
-	}
 	for l := range ln.links {
 		_ = l.close()
 	}
@@ -124,6 +121,13 @@ func (ln *Listener) Close() error {
 	ln.mu.Unlock()
 	for _, s := range sessions {
 		_ = s.Close(ReasonShutdown)
+	}
+	// The UDP socket carries the sessions' CLOSE: close it after them.
+	for _, s := range sessions {
+		<-s.Done()
+	}
+	if ln.udp != nil {
+		err = ln.udp.Close()
 	}
 	ln.wg.Wait()
 	return err
@@ -172,19 +176,20 @@ func (ln *Listener) run(l link) {
 	delete(ln.links, l)
 	closed := ln.closed
 	ln.mu.Unlock()
-	if err != nil || closed {
-		if err != nil {
-			cfg.Logger.Info("transport: handshake failed", "remote", l.remoteAddr().String(), "err", err)
-			cfg.Metrics.closedHandshake()
-		}
+	if err != nil {
+		cfg.Logger.Info("transport: handshake failed", "remote", l.remoteAddr().String(), "err", err)
+		cfg.Metrics.closedHandshake()
 		_ = l.close()
 		return
 	}
 	s := newSession(cfg, l, p, nopHandler{})
 	s.onEnd = ln.forget
 	ln.mu.Lock()
-	if ln.closed {
+	if closed || ln.closed {
 		ln.mu.Unlock()
+		// Opened while the Listener was closing: tell the peer.
+		h := &hs{l: l, deadline: time.Now().Add(closeGrace)}
+		_ = h.write(&wire.Close{Session: true, Reason: ReasonShutdown.Wire()})
 		_ = l.close()
 		return
 	}

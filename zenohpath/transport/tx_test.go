@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -152,4 +153,22 @@ func TestUDPPair(t *testing.T) {
 	require.NoError(t, client.Close(ReasonShutdown))
 	ce := srec.waitClose(t, 5*time.Second)
 	require.Equal(t, ReasonRemoteClose, ce.Reason)
+}
+
+// TestUDPListenerCloseSendsClose: closing a UDP Listener sends CLOSE to
+// each peer before the socket goes.
+func TestUDPListenerCloseSendsClose(t *testing.T) {
+	crec := newRecorder()
+	acc := make(chan *Session, 1)
+	ln, err := Listen(context.Background(), "udp/127.0.0.1:0", testConfig(), func(s *Session) Handler { acc <- s; return newRecorder() })
+	require.NoError(t, err)
+	dc := testConfig()
+	dc.WhatAmI = wire.WhatAmIClient
+	s, err := Dial(context.Background(), ln.Endpoint(), dc, crec)
+	require.NoError(t, err)
+	<-acc
+	require.NoError(t, ln.Close())
+	ce := crec.waitClose(t, 5*time.Second)
+	require.Equal(t, ReasonRemoteClose, ce.Reason)
+	<-s.Done()
 }
