@@ -151,7 +151,7 @@ func plotClasses(path string, names []string, col *collector, end time.Duration)
 	p.Y.Min, p.Y.Max = -0.3, 2.3
 	p.X.Min = 0
 	p.X.Max = end.Seconds()
-	p.Legend.Top = true
+	p.Legend.Top = false
 	p.Add(plotter.NewGrid())
 	for i, name := range names {
 		tl := col.classTimeline(name)
