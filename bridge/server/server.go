@@ -304,9 +304,7 @@ func (s *Server) Routez() RoutezResponse {
 		r.Domain = s.cfg.DDS.Domain
 		r.Routes = s.dds.status()
 	}
-	for _, f := range s.router.Faces() {
-		r.Faces = append(r.Faces, f)
-	}
+	r.Faces = s.router.Faces()
 	return r
 }
 

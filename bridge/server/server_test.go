@@ -190,3 +190,38 @@ func TestZIDHexEvenLength(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "1234abcd", zidHex(z))
 }
+
+// A device over UDP is observed and served like one over TCP.
+func TestDeviceOverUDP(t *testing.T) {
+	s := startTestServer(t, `
+zenoh:
+  listen: [udp/127.0.0.1:0]
+classifier:
+  probe_interval: 20ms
+metrics:
+  listen: ""
+`)
+	ep := s.Endpoints()[0]
+	require.True(t, strings.HasPrefix(ep, "udp/"), ep)
+	dev, err := zenohpath.Open(context.Background(), zenohpath.Config{Connect: []string{ep}})
+	require.NoError(t, err)
+	defer dev.Close()
+	var got recorder
+	_, err = dev.DeclareSubscriber("udp/**", got.add)
+	require.NoError(t, err)
+	_, err = DeclareProbeResponder(dev, "udpdev")
+	require.NoError(t, err)
+	eventually(t, "device attached", func() bool { return s.Gateway().Device("udpdev") != nil })
+	eventually(t, "probes answered", func() bool {
+		d := s.Gateway().Devicez(bridge.DevicezOptions{Device: "udpdev"})
+		return len(d.Devices) == 1 && d.Devices[0].Classifier.Reading.Replies > 0
+	})
+	eventually(t, "subscription known", func() bool {
+		d := s.Gateway().Devicez(bridge.DevicezOptions{Device: "udpdev"})
+		return len(d.Devices) == 1 && len(d.Devices[0].Subscriptions) == 1
+	})
+	b := &ddsBridge{s: s}
+	route, _ := s.Gateway().Routes().Resolve("/udp/x", "std_msgs/msg/String", "")
+	b.forward(&outRoute{route: route, writers: map[ddspath.GUID]bool{}}, &ddspath.Sample{CDR: []byte{0, 1, 0, 0, 'u'}}, &zenohpath.PutOptions{})
+	eventually(t, "sample through the batched lane", func() bool { return len(got.get()) == 1 })
+}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
 
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/bridge/server"
@@ -57,7 +58,7 @@ bridged to ROS 2 over DDS. Discovered DDS topics are bridged to Zenoh keys (plai
 that has DDS readers is written to DDS. Devices (identified by zid in devices.list, or by
 the name their probe responder announces) get per-device express/batched lanes and a
 probe classifier. Without -c the embedded default configuration is used
-(picobridge run --print-config shows it); flags are laid over the file.
+(picobridge run --print-config prints it); flags are laid over the file.
 
 HTTP (metrics.listen, default 127.0.0.1:9464): /metrics, /healthz, /devicez, /routez.
 SIGINT or SIGTERM stops it.`,
@@ -101,7 +102,7 @@ SIGINT or SIGTERM stops it.`,
 	f.StringArrayVar(&o.ddsPeers, "dds-peer", nil, "unicast DDS discovery peer address (repeatable; default 127.0.0.1)")
 	f.BoolVar(&o.noDDS, "no-dds", false, "run the Zenoh side only")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	f.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration (after file and flags) as JSON and exit")
+	f.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration (after file and flags) as YAML and exit")
 	return cmd
 }
 
@@ -192,8 +193,10 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 }
 
 func printConfig(w io.Writer, cfg *bridge.Config) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	fmt.Fprintf(w, "# effective configuration (%s + flags)\n", cfg.File)
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	defer enc.Close()
 	return enc.Encode(cfg)
 }
 

@@ -385,6 +385,14 @@ classifier:
 	gw.get(t, server.PathRoutez, &rz)
 	t.Logf("routes: %+v", rz.Routes)
 
+	// picobridge status, as an operator runs it.
+	st, err := exec.Command(bin, "status", "--addr", gw.http, "--transitions", "--routes").CombinedOutput()
+	require.NoError(t, err, "%s", st)
+	t.Logf("picobridge status:\n%s", st)
+	require.Contains(t, string(st), "NONCRITICAL")
+	require.Contains(t, string(st), "rate_limit=")
+	require.Contains(t, string(st), "e2e_cmd")
+
 	// Graceful stop.
 	require.NoError(t, gw.cmd.Process.Signal(syscall.SIGTERM))
 	select {

@@ -100,3 +100,32 @@ func TestRemoteCloseAndEOF(t *testing.T) {
 	require.Equal(t, wire.CloseExpired, ce.Remote)
 	require.ErrorIs(t, ce, &CloseError{Reason: ReasonRemoteClose})
 }
+
+// TestCloseWithStuckPeer: a peer that stopped reading cannot hold Close
+// up: the link is cut after the close grace period, and Send never blocks
+// beyond its congestion control meanwhile.
+func TestCloseWithStuckPeer(t *testing.T) {
+	cfg := testConfig()
+	cfg.TxQueue = 8
+	ln, acc, rec := startListener(t, cfg)
+	_, s, _, _ := rawOpen(t, ln, acc, wire.InitSyn{WhatAmI: wire.WhatAmIClient}, 10*time.Second, 0)
+	big := make([]byte, 60000)
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Stats().Dropped["queue_full"] < 500 && time.Now().Before(deadline) { // sustained: the kernel buffers are full
+		start := time.Now()
+		_ = s.Send(push("k", big), SendOptions{})
+		require.Less(t, time.Since(start), 100*time.Millisecond, "Send with DROP never waits on the peer")
+	}
+	require.Positive(t, s.Stats().Dropped["queue_full"])
+	start := time.Now()
+	require.NoError(t, s.Close(ReasonShutdown))
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close held up by a stuck peer")
+	}
+	require.Less(t, time.Since(start), 3*time.Second)
+	ce := rec.waitClose(t, time.Second)
+	require.Equal(t, ReasonShutdown, ce.Reason)
+	require.Positive(t, s.Stats().Dropped["closed"], "queued messages are counted when the session closes")
+}

@@ -46,8 +46,11 @@ type streamReader struct {
 	buf []byte
 }
 
+// The read buffer grows on demand (to the largest batch seen), so that a
+// gateway with thousands of batch-2048 devices does not hold 64 KiB per
+// link; bufio reads larger than its buffer go straight to buf.
 func newStreamReader(r io.Reader) *streamReader {
-	return &streamReader{r: bufio.NewReaderSize(r, 64<<10), buf: make([]byte, 0xffff)}
+	return &streamReader{r: bufio.NewReaderSize(r, 4<<10)}
 }
 
 // next returns the next batch content (aliasing an internal buffer, valid
@@ -57,6 +60,10 @@ func (s *streamReader) next() ([]byte, error) {
 		return nil, err
 	}
 	n := int(s.hdr[0]) | int(s.hdr[1])<<8
+	if n > cap(s.buf) {
+		s.buf = make([]byte, min(max(n, 2*cap(s.buf), 512), 0xffff))
+	}
+	s.buf = s.buf[:cap(s.buf)]
 	if _, err := io.ReadFull(s.r, s.buf[:n]); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF

@@ -44,6 +44,9 @@ func Listen(ctx context.Context, endpoint string, cfg Config, accept func(*Sessi
 	if cfg.ZID.IsZero() {
 		return nil, errors.New("transport: Config.ZID is required")
 	}
+	if accept == nil {
+		return nil, errors.New("transport: nil accept function")
+	}
 	ln := &Listener{
 		ep: ep, cfg: cfg.withDefaults(), accept: accept, key: newCookieKey(),
 		links: map[link]struct{}{}, sessions: map[*Session]struct{}{}, peers: map[netip.AddrPort]*udpPeerLink{},

@@ -466,3 +466,40 @@ func (s *Session) onFragment(f *wire.Fragment) error {
 	}
 	return nil
 }
+
+// State is a session's lifecycle state (style.md §2.11).
+type State uint8
+
+// Session states. A session is created Open (after INIT/OPEN), becomes
+// Closing when the first close reason is recorded, and Closed once its
+// goroutines exited and HandleClose returned (Done is closed).
+const (
+	StateOpen State = iota
+	StateClosing
+	StateClosed
+)
+
+func (st State) String() string {
+	switch st {
+	case StateOpen:
+		return "open"
+	case StateClosing:
+		return "closing"
+	}
+	return "closed"
+}
+
+// State returns the session's lifecycle state.
+func (s *Session) State() State {
+	select {
+	case <-s.done:
+		return StateClosed
+	default:
+	}
+	select {
+	case <-s.closing:
+		return StateClosing
+	default:
+	}
+	return StateOpen
+}

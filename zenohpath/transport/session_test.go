@@ -34,8 +34,14 @@ func TestTCPOpenAndFrameBothWays(t *testing.T) {
 	require.Equal(t, "world", string(m.payload))
 
 	// Close from the client: the server sees a remote CLOSE.
+	require.Equal(t, StateOpen, client.State())
 	require.NoError(t, client.Close(ReasonShutdown))
+	require.NotEqual(t, StateOpen, client.State())
 	<-client.Done()
+	require.Equal(t, StateClosed, client.State())
+	require.Equal(t, "closed", client.State().String())
+	var ce0 *CloseError
+	require.ErrorAs(t, client.Err(), &ce0)
 	ce := srec.waitClose(t, 5*time.Second)
 	require.Equal(t, ReasonRemoteClose, ce.Reason)
 	require.Equal(t, wire.CloseGeneric, ce.Remote)
