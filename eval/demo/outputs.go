@@ -90,7 +90,7 @@ func plotLatencyCDF(path string, names []string, samples []sampleRec) error {
 	p.Legend.Top = false
 	p.Legend.Left = false
 	p.Add(plotter.NewGrid())
-	any := false
+	have := false
 	for i, name := range names {
 		var lat []float64
 		for _, s := range samples {
@@ -103,7 +103,7 @@ func plotLatencyCDF(path string, names []string, samples []sampleRec) error {
 		if len(lat) == 0 {
 			continue
 		}
-		any = true
+		have = true
 		sort.Float64s(lat)
 		pts := make(plotter.XYs, len(lat))
 		for j, v := range lat {
@@ -118,7 +118,7 @@ func plotLatencyCDF(path string, names []string, samples []sampleRec) error {
 		p.Add(l)
 		p.Legend.Add(fmt.Sprintf("%s (n=%d)", name, len(lat)), l)
 	}
-	if !any {
+	if !have {
 		p.X.Scale = plot.LinearScale{}
 		p.X.Tick.Marker = plot.DefaultTicks{}
 	}

@@ -287,7 +287,6 @@ loop:
 			live.tick()
 		}
 	}
-	live.tick()
 	live.finish()
 	if replayErr != nil && !errors.Is(replayErr, context.Canceled) {
 		return nil, fmt.Errorf("replay: %w", replayErr)
