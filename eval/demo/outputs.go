@@ -37,7 +37,7 @@ func writeOutputs(dir string, r *Result, col *collector, start time.Time) error 
 		return fmt.Errorf("latency plot: %w", err)
 	}
 	end := time.Since(start)
-	if err := plotClasses(filepath.Join(dir, "class_timeline.png"), names, col, end); err != nil {
+	if err := plotClasses(filepath.Join(dir, "class_timeline.png"), names, col, end, r.ReplayFrom, r.ReplayTo); err != nil {
 		return fmt.Errorf("class plot: %w", err)
 	}
 	return nil
@@ -143,7 +143,7 @@ func (classTicks) Ticks(min, max float64) []plot.Tick {
 
 // plotClasses: each device's class over time (step lines, slightly offset
 // so that devices in the same class stay visible).
-func plotClasses(path string, names []string, col *collector, end time.Duration) error {
+func plotClasses(path string, names []string, col *collector, end time.Duration, replayFrom, replayTo float64) error {
 	p := plot.New()
 	p.Title.Text = "Device class over time (probe classifier)"
 	p.X.Label.Text = "time since the fleet started (s)"
@@ -153,6 +153,17 @@ func plotClasses(path string, names []string, col *collector, end time.Duration)
 	p.X.Max = end.Seconds()
 	p.Legend.Top = false
 	p.Add(plotter.NewGrid())
+	if replayTo > replayFrom {
+		band := plotter.XYs{{X: replayFrom, Y: -0.25}, {X: replayTo, Y: -0.25}}
+		l, err := plotter.NewLine(band)
+		if err != nil {
+			return err
+		}
+		l.Color = color.Gray{Y: 0x80}
+		l.Width = vg.Points(6)
+		p.Add(l)
+		p.Legend.Add("bag replay", l)
+	}
 	for i, name := range names {
 		tl := col.classTimeline(name)
 		if len(tl) == 0 {

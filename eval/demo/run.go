@@ -25,13 +25,16 @@ import (
 
 // Result is what a run measured (summary.json).
 type Result struct {
-	Started    time.Time      `json:"started"`
-	Bag        string         `json:"bag"`
-	Duration   time.Duration  `json:"duration_ns"`
-	ScanHz     float64        `json:"scan_hz"`
-	Domain     int            `json:"dds_domain"`
-	Gateway    string         `json:"gateway_endpoint"`
-	Written    map[string]int `json:"written"` // DDS samples the replay wrote, per topic
+	Started  time.Time      `json:"started"`
+	Bag      string         `json:"bag"`
+	Duration time.Duration  `json:"duration_ns"`
+	ScanHz   float64        `json:"scan_hz"`
+	Domain   int            `json:"dds_domain"`
+	Gateway  string         `json:"gateway_endpoint"`
+	Written  map[string]int `json:"written"` // DDS samples the replay wrote, per topic
+	// ReplayFrom and ReplayTo are the replay's start and end, seconds since the fleet started.
+	ReplayFrom float64        `json:"replay_from_s"`
+	ReplayTo   float64        `json:"replay_to_s"`
 	Devices    []DeviceResult `json:"devices"`
 	Supervisor string         `json:"supervisor_mode"`
 	// GatewayDrops sums the gateway's lane drops over devices, "lane/reason".
@@ -259,6 +262,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	replayDone := make(chan error, 1)
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
+	res.ReplayFrom = time.Since(start).Seconds()
 	go func() { replayDone <- eng.Run(rctx) }()
 
 	// 5. Live status until the replay ends, then the drain.
@@ -279,6 +283,7 @@ loop:
 			return nil, ctx.Err()
 		case replayErr = <-replayDone:
 			running = false
+			res.ReplayTo = time.Since(start).Seconds()
 			live.note(fmt.Sprintf("replay done: %s; draining %v", replaySummary(eng.Stats()), cfg.Drain))
 			drainEnd = time.After(cfg.Drain)
 		case <-drainEnd:
