@@ -24,6 +24,16 @@ type live struct {
 	lastSeen map[string]map[string]uint64 // device → key → delivered at the last tick
 	lastIdx  int                          // collector samples seen at the last tick
 	drawn    int                          // table lines on screen (terminal)
+	ticks    int
+	// replayStart and replayFor describe the replay, for the progress line.
+	replayStart time.Time
+	replayFor   time.Duration
+}
+
+// progress is "replay 12/60 s, DDS written: /scan 360, /imu_data 361".
+func (l *live) progress(now time.Time) string {
+	el := min(now.Sub(l.replayStart), l.replayFor)
+	return fmt.Sprintf("replay %.0f/%.0f s, DDS written: /scan %d, /imu_data %d", el.Seconds(), l.replayFor.Seconds(), l.rec.count(ScanTopic), l.rec.count(IMUTopic))
 }
 
 func newLive(w io.Writer, term bool, start time.Time, f *devsim.Fleet, gw *bridge.Gateway, col *collector, rec *recordingSink) *live {
@@ -124,6 +134,10 @@ func (l *live) tick() {
 	}
 	t := now.Sub(l.start).Seconds()
 	if !l.term {
+		l.ticks++
+		if l.ticks%10 == 0 {
+			fmt.Fprintf(l.w, "picodemo: %s; supervisor %v\n", l.progress(now), dz.Supervisor.Mode)
+		}
 		for _, r := range rows {
 			fmt.Fprintf(l.w, "t=%5.1fs %-8s %-11s %-30s p50 %-8s p95 %-8s | device %s | gateway %s\n",
 				t, r.name, r.class, r.rates, r.p50, r.p95, r.dev, r.gw)
@@ -132,7 +146,7 @@ func (l *live) tick() {
 	}
 	l.clear()
 	lines := []string{
-		fmt.Sprintf("picodemo  t=%.0fs  DDS written: /scan %d, /imu_data %d  supervisor %v", t, l.rec.count(ScanTopic), l.rec.count(IMUTopic), dz.Supervisor.Mode),
+		fmt.Sprintf("picodemo  t=%.0fs  %s  supervisor %v", t, l.progress(now), dz.Supervisor.Mode),
 		fmt.Sprintf("%-8s %-11s %-30s %-9s %-9s %-26s %s", "DEVICE", "CLASS", "DELIVERED RATE", "P50", "P95", "DEVICE DROPS", "GATEWAY DROPS"),
 	}
 	for _, r := range rows {

@@ -195,8 +195,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			subs = append(subs, topicOfKey(s.Key))
 		}
 		m := fleet.Device(d.Name).Model()
-		fmt.Fprintf(out, "picodemo: device %-8s %s/%-14s link %-17s subscribes %-18s batch %d B, ring %d, socket window %v, per-fd lock %v\n",
-			d.Name, d.Platform, d.Board, link, strings.Join(subs, ","), m.BatchSize, m.RingDepth, m.SocketWindow, m.PerFdLock)
+		fmt.Fprintf(out, "picodemo: device %-8s %-22s link %-17s subscribes %-18s batch %d B, ring %d, socket window %v, per-fd lock %v\n",
+			d.Name, d.Platform+"/"+d.Board, link, strings.Join(subs, ","), m.BatchSize, m.RingDepth, m.SocketWindow, m.PerFdLock)
 	}
 	if err := fleet.Start(ctx); err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
@@ -267,6 +267,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// 5. Live status until the replay ends, then the drain.
 	live := newLive(out, cfg.Terminal, start, fleet, gw, col, rec)
+	live.replayStart, live.replayFor = time.Now(), cfg.Duration
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var replayErr error
