@@ -37,6 +37,8 @@ type Result struct {
 	ReplayTo   float64        `json:"replay_to_s"`
 	Devices    []DeviceResult `json:"devices"`
 	Supervisor string         `json:"supervisor_mode"`
+	// SupervisorChanges are the supervisor's mode changes during the run.
+	SupervisorChanges []string `json:"supervisor_changes"`
 	// GatewayDrops sums the gateway's lane drops over devices, "lane/reason".
 	GatewayDrops map[string]uint64 `json:"gateway_drops"`
 	Link         LinkResult        `json:"impaired_link"`
@@ -364,6 +366,9 @@ func (r *Result) fill(fst devsim.FleetStats, dz bridge.DevicezResponse, col *col
 		r.Written[t] = rec.count(t)
 	}
 	r.Supervisor = fmt.Sprint(dz.Supervisor.Mode)
+	for _, c := range dz.Supervisor.History {
+		r.SupervisorChanges = append(r.SupervisorChanges, fmt.Sprintf("%v→%v at %.1fs (%s)", c.From, c.To, c.At.Sub(r.Started).Seconds(), c.Reason))
+	}
 	r.Host = hostLoad()
 	samples := col.snapshot()
 	for _, dc := range fc.Devices {

@@ -44,6 +44,9 @@ func printSummary(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "  %-8s %s\n", d.Name, strings.Join(d.Transitions, "; "))
 	}
 	fmt.Fprintf(w, "\ngateway drops by reason (all devices): %s\n", mapString(r.GatewayDrops))
+	if n := len(r.SupervisorChanges); n > 0 {
+		fmt.Fprintf(w, "supervisor: %d mode changes, e.g. %s\n", n, r.SupervisorChanges[0])
+	}
 	fmt.Fprintf(w, "impaired link (%s): produced loss %.2f%% (gateway → device %.2f%%, expected %.2f%%), %d TCP retransmissions, %d packets stalled, mean added delay %.1f ms\n",
 		r.Link.Profile, 100*r.Link.ProducedLoss, 100*r.Link.ProducedToDevice, 100*r.Link.ExpectedLoss, r.Link.Retransmits, r.Link.Stalled, r.Link.MeanAddedDelayMs)
 	if r.Demoted {
@@ -57,6 +60,11 @@ func printSummary(w io.Writer, r *Result) {
 			CriticalDevice, r.Written[ScanTopic], ImpairedDevice)
 	} else {
 		fmt.Fprintf(w, "FAIL: %s\n", strings.Join(r.Failures, "; "))
+		for _, d := range r.Devices {
+			if d.Name == CriticalDevice && (d.GatewayDrops["express/congestion"] > 0 || d.GatewayDrops["express/suspended"] > 0) {
+				fmt.Fprintf(w, "hint: express/congestion and express/suspended are the gateway shedding load when its goroutines are not scheduled in time (a loaded host: %s); on an idle machine this does not happen at 30 Hz; try --scan-hz 10 or run again\n", r.Host)
+			}
+		}
 	}
 }
 
