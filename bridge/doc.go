@@ -18,11 +18,15 @@
 //     token bucket per key, keep-latest, stale-drop, at most ring depth per
 //     key per flush, flushed on the device's cadence. Nothing larger than
 //     the device can receive. Every drop has a reason (invariant 2).
+//   - budget.go: a device's one send budget (Shaping.SendRate) on
+//     per-socket-lock platforms, shared by both lanes and the prober with
+//     priority express > probe > batched (invariant 3).
 //   - probe.go: the probe protocol (docs/probe.md) and the device responder.
 //   - classifier.go: per-device classifier (Adaptive Bridge paper).
 //   - supervisor.go: NORMAL / DEGRADED / EMERGENCY with hysteresis.
 //   - gateway.go: Gateway and Device: attach/detach, subscriptions,
-//     Publish (ingress, never blocks), probes, evaluations.
+//     Publish (ingress, never blocks), probes, evaluations. A device with a
+//     send budget has its pings sent by its express goroutine.
 //   - metrics.go, status.go: Prometheus collector, /devicez, /healthz.
 //   - tcpinfo*.go: the passive TCP_INFO signal on Linux.
 //
@@ -42,8 +46,8 @@
 // Gateway.Close stops all and waits. A test checks none survive.
 //
 // Lock order: Gateway.mu, then Device.mu, then a lane's mutex (express and
-// batched are independent, never held together), then a Classifier's or
-// the Supervisor's mutex. A Classifier's transition callback runs under the
+// batched are independent, never held together), then the send budget's,
+// then a Classifier's or the Supervisor's mutex. A Classifier's transition callback runs under the
 // classifier's mutex and only counts and logs.
 //
 // Time: every decision takes the time as an argument (lanes, classifier,

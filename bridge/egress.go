@@ -124,6 +124,8 @@ type deviceStats struct {
 	flushes atomic.Uint64
 	errors  atomic.Uint64 // sink errors other than ErrCongested
 	probes  atomic.Uint64
+	// probesSkipped counts pings not sent for want of send budget (not loss).
+	probesSkipped atomic.Uint64
 	// trans counts classifier transitions by the class entered.
 	trans [3]atomic.Uint64
 }
@@ -150,18 +152,42 @@ type Shaping struct {
 	FlushInterval time.Duration
 	// ExpressRate is the most express samples per second (knobs.Capacity.ExpressRateCeiling); 0: no ceiling.
 	ExpressRate float64
+	// SendRate is the device's one send budget: the most sink calls
+	// (express samples, batched flushes and probe pings together) per
+	// second. On a per-socket-lock platform SendsPerWindow per socket
+	// window (never above ExpressRate); 0 elsewhere: no budget beyond the
+	// lanes' own (FlushInterval, ExpressRate).
+	SendRate float64
 }
+
+// SendInterval is the least time between two sink calls of the device:
+// 1/SendRate rounded up to the nanosecond; 0 when there is no budget.
+func (s Shaping) SendInterval() time.Duration { return sendInterval(s.SendRate) }
 
 // ShapingOf derives a device's shaping from its capacity. The slot used is
 // the large one when the device has large subscribers: the gateway cannot
 // tell which of the device's subscribers are large.
+//
+// A device with a per-socket lock (c.PerFdTxCeiling) reads about one batch
+// per socket window and every sink call is at least one batch, so it gets
+// one send budget, SendRate = SendsPerWindow / DrainInterval (8/s on
+// native_sim), shared by both lanes and the prober, and its batched lane
+// flushes no faster than that budget: FlushInterval ≥ 1/SendRate.
 func ShapingOf(c knobs.Capacity) Shaping {
-	return Shaping{
+	s := Shaping{
 		MaxMessageBytes: c.MaxSampleBytes(c.LargeSlots > 0),
 		RingDepth:       max(c.RingDepth, 1),
 		FlushInterval:   max(c.FlushInterval, time.Millisecond),
 		ExpressRate:     c.ExpressRateCeiling,
 	}
+	if c.PerFdTxCeiling && c.DrainInterval > 0 {
+		s.SendRate = SendsPerWindow / c.DrainInterval.Seconds()
+		if c.ExpressRateCeiling > 0 {
+			s.SendRate = min(s.SendRate, c.ExpressRateCeiling)
+		}
+		s.FlushInterval = max(s.FlushInterval, s.SendInterval())
+	}
+	return s
 }
 
 // MessageOverhead is the conservative per-sample encoding cost the lanes
@@ -178,9 +204,13 @@ type egress struct {
 	pol    PolicyConfig
 	stats  *deviceStats
 	log    *onceLogger
+	// budget is the device's one send budget (Shaping.SendRate), shared
+	// with the prober; it outlives the egress when a device is reconfigured.
+	budget *sendBudget
 
 	exp struct {
 		mu     sync.Mutex
+		n      atomic.Int32 // len(items), read by the batched lane without exp.mu
 		items  map[string]*pendingSample
 		order  []string // keys in arrival order
 		lim    *rate.Limiter
@@ -207,7 +237,7 @@ type keyQueue struct {
 }
 
 func newEgress(device string, shape Shaping, pol PolicyConfig, stats *deviceStats, log *onceLogger) *egress {
-	e := &egress{device: device, shape: shape, pol: pol, stats: stats, log: log}
+	e := &egress{device: device, shape: shape, pol: pol, stats: stats, log: log, budget: &sendBudget{interval: shape.SendInterval()}}
 	e.exp.items = map[string]*pendingSample{}
 	lim := rate.Inf
 	if shape.ExpressRate > 0 {
@@ -254,6 +284,7 @@ func (e *egress) offerExpress(s Sample, now time.Time) {
 	}
 	e.exp.items[s.Key] = &pendingSample{s: s, at: now}
 	e.exp.order = append(e.exp.order, s.Key)
+	e.exp.n.Store(int32(len(e.exp.items)))
 	e.exp.mu.Unlock()
 	select {
 	case e.exp.signal <- struct{}{}:
@@ -262,24 +293,40 @@ func (e *egress) offerExpress(s Sample, now time.Time) {
 }
 
 // nextExpress pops the oldest pending express sample if the device's
-// express rate allows one at now; otherwise wait is how long until it does
-// (0 with ok false: nothing pending).
+// express rate and its send budget allow one at now; otherwise wait is how
+// long until they do (0 with ok false: nothing pending). While it waits,
+// newer samples of a pending key replace it (keep-latest, counted as
+// congestion in offerExpress).
 func (e *egress) nextExpress(now time.Time) (s Sample, ok bool, wait time.Duration) {
 	e.exp.mu.Lock()
 	defer e.exp.mu.Unlock()
 	if len(e.exp.order) == 0 {
 		return Sample{}, false, 0
 	}
-	if !e.exp.lim.AllowN(now, 1) {
-		tokens := e.exp.lim.TokensAt(now)
+	if tokens := e.exp.lim.TokensAt(now); tokens < 1 {
 		wait = time.Duration((1 - tokens) / float64(e.exp.lim.Limit()) * float64(time.Second))
 		return Sample{}, false, max(wait, time.Millisecond)
 	}
+	if ok, wait := e.budget.take(now); !ok {
+		return Sample{}, false, max(wait, time.Millisecond)
+	}
+	e.exp.lim.AllowN(now, 1) // there is a token: checked above, under exp.mu
 	key := e.exp.order[0]
 	e.exp.order = e.exp.order[1:]
 	p := e.exp.items[key]
 	delete(e.exp.items, key)
+	e.exp.n.Store(int32(len(e.exp.items)))
 	return p.s, true, 0
+}
+
+// expressWaiting reports whether express samples wait for the device.
+func (e *egress) expressWaiting() bool { return e.exp.n.Load() > 0 }
+
+// batchedPending is how many samples wait for the next flush.
+func (e *egress) batchedPending() int {
+	e.bat.mu.Lock()
+	defer e.bat.mu.Unlock()
+	return e.bat.pending
 }
 
 // sendExpress hands s to the sink and counts the outcome.
@@ -436,6 +483,7 @@ func (e *egress) discard() {
 	n := len(e.exp.items)
 	clear(e.exp.items)
 	e.exp.order = nil
+	e.exp.n.Store(0)
 	e.exp.mu.Unlock()
 	e.stats.drop(LaneExpress, DropSuspended, n)
 	e.bat.mu.Lock()

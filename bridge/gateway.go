@@ -460,10 +460,17 @@ type Device struct {
 	cls      *Classifier
 	class    atomic.Uint32 // effective Class the lanes were last set for (read by Lane without a lock)
 
-	errSeen    atomic.Uint64          // sink errors already reported to the supervisor
-	probeName  atomic.Pointer[string] // the name the responder subscribed with; nil: no responder
-	detached   atomic.Bool
-	signalDone chan struct{}
+	errSeen   atomic.Uint64          // sink errors already reported to the supervisor
+	probeName atomic.Pointer[string] // the name the responder subscribed with; nil: no responder
+	// budget is the device's one send budget (Shaping.SendRate), kept
+	// across reconfigurations; probeDue says a ping waits for a token (the
+	// express goroutine sends it: priority express > probe > batched).
+	budget          sendBudget
+	probeGate       sendBudget // probes' share of the budget (ProbeShare)
+	probeDue        atomic.Bool
+	probeSkipLogged atomic.Bool
+	detached        atomic.Bool
+	signalDone      chan struct{}
 }
 
 // configure applies a device configuration (nil: default); name is the
@@ -495,6 +502,9 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	old := d.eg
 	d.name, d.conf, d.resolved, d.capa, d.shape = name, dc, prof.resolved, prof.capa, shape
 	d.eg = newEgress(name, shape, g.cfg.Policy, stats, log)
+	d.budget.setInterval(shape.SendInterval())
+	d.probeGate.setInterval(sendInterval(ProbeShare * shape.SendRate))
+	d.eg.budget = &d.budget
 	d.cls = cls
 	c := cls.Class()
 	d.class.Store(uint32(c))
@@ -695,13 +705,54 @@ func (d *Device) probe(now time.Time) {
 	if name == nil {
 		return
 	}
-	cls := d.Classifier()
-	ping := cls.Ping(now)
 	eg := d.egress()
+	if !eg.budget.limited() {
+		d.sendProbe(eg, *name, now)
+		return
+	}
+	// A device with a send budget: at most ProbeShare of it goes to pings,
+	// and the express goroutine sends the ping at the next token no express
+	// sample needs. A ping beyond the share, or still waiting at the next
+	// tick (out of budget for a whole probe interval), is skipped: never
+	// recorded by the classifier, so not counted as loss.
+	if ok, _ := d.probeGate.take(now); !ok || d.probeDue.Swap(true) {
+		eg.stats.probesSkipped.Add(1)
+		if !d.probeSkipLogged.Swap(true) && eg.log != nil && eg.log.log != nil {
+			eg.log.log.Warn("probe skipped: no send budget left for a whole probe interval (not counted as loss; logged once per device)")
+		}
+	}
+	select {
+	case eg.exp.signal <- struct{}{}:
+	default:
+	}
+}
+
+// sendProbe records a ping with the classifier and hands it to the sink.
+func (d *Device) sendProbe(eg *egress, name string, now time.Time) {
+	ping := d.Classifier().Ping(now)
 	eg.stats.probes.Add(1)
-	if err := d.sink.SendProbe(PingKey(*name), ping); err != nil && !errors.Is(err, ErrCongested) {
+	if err := d.sink.SendProbe(PingKey(name), ping); err != nil && !errors.Is(err, ErrCongested) {
 		eg.log.once(LaneExpress, DropCongestion, "probe not sent", slog.Any("err", err))
 	}
+}
+
+// sendDueProbe sends a waiting ping if no express sample waits and the send
+// budget has a token at now; otherwise wait is how long until it may.
+func (d *Device) sendDueProbe(eg *egress, now time.Time) (sent bool, wait time.Duration) {
+	if !d.probeDue.Load() || eg.expressWaiting() {
+		return false, 0
+	}
+	name := d.probeName.Load()
+	if name == nil { // the responder went away
+		d.probeDue.Store(false)
+		return false, 0
+	}
+	if ok, w := eg.budget.take(now); !ok {
+		return false, w
+	}
+	d.probeDue.Store(false)
+	d.sendProbe(eg, *name, now)
+	return true, 0
 }
 
 func (d *Device) evaluate(now time.Time) {
@@ -721,16 +772,25 @@ func (d *Device) evaluate(now time.Time) {
 }
 
 // expressLoop sends express samples as they come, paced by the device's
-// express rate ceiling.
+// express rate ceiling and send budget, and, when no express sample waits,
+// the probe pings of a device with a send budget.
 func (d *Device) expressLoop() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		eg := d.egress()
-		s, ok, wait := eg.nextExpress(d.g.clock.Now())
+		now := d.g.clock.Now()
+		s, ok, wait := eg.nextExpress(now)
 		if ok {
 			_ = eg.sendExpress(d.sink, s)
 			continue
+		}
+		sent, pwait := d.sendDueProbe(eg, now)
+		if sent {
+			continue
+		}
+		if pwait > 0 && (wait == 0 || pwait < wait) {
+			wait = pwait
 		}
 		var tc <-chan time.Time
 		if wait > 0 {
@@ -767,9 +827,34 @@ func (d *Device) batchLoop() {
 			return
 		case <-t.C:
 		}
-		buf = d.Flush(buf[:0])
-		t.Reset(d.flushInterval())
+		var wait time.Duration
+		buf, wait = d.flushBudgeted(buf[:0])
+		if wait > 0 { // out of budget: the samples coalesce (keep-latest) until the token
+			t.Reset(wait)
+		} else {
+			t.Reset(d.flushInterval())
+		}
 	}
+}
+
+// flushBudgeted is batchLoop's flush: with nothing pending it sends
+// nothing; on a device with a send budget it yields to a waiting express
+// sample or probe and to an empty budget, returning how long to wait.
+func (d *Device) flushBudgeted(buf []Sample) ([]Sample, time.Duration) {
+	eg := d.egress()
+	now := d.g.clock.Now()
+	if eg.batchedPending() == 0 {
+		return buf, 0
+	}
+	if eg.budget.limited() {
+		if eg.expressWaiting() || d.probeDue.Load() {
+			return buf, eg.budget.yieldWait(now)
+		}
+		if ok, w := eg.budget.take(now); !ok {
+			return buf, w
+		}
+	}
+	return d.flushNow(eg, now, buf), 0
 }
 
 func (d *Device) flushInterval() time.Duration {
@@ -781,9 +866,20 @@ func (d *Device) flushInterval() time.Duration {
 // Flush runs one batched-lane flush now and hands the result to the sink;
 // it returns the slice it used (for reuse). batchLoop calls it on the
 // device's cadence; tests may call it directly.
+//
+// On a device with a send budget a flush called directly does not wait for
+// a token; it is charged to the budget, so the lanes wait the longer.
 func (d *Device) Flush(buf []Sample) []Sample {
 	eg := d.egress()
-	out := eg.flush(d.g.clock.Now(), buf)
+	now := d.g.clock.Now()
+	if eg.batchedPending() > 0 {
+		eg.budget.charge(now)
+	}
+	return d.flushNow(eg, now, buf)
+}
+
+func (d *Device) flushNow(eg *egress, now time.Time, buf []Sample) []Sample {
+	out := eg.flush(now, buf)
 	if len(out) > 0 {
 		eg.stats.flushes.Add(1)
 		eg.count(LaneBatched, len(out), d.sink.SendBatch(out))

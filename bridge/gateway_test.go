@@ -508,17 +508,20 @@ func TestNoGoroutineLeak(t *testing.T) {
 
 var _ = errors.New
 
-// A Zephyr device with a per-fd lock takes ~0.9 express samples per socket
-// window: a faster critical stream is thinned to the newest sample per key,
-// and every sample not sent is counted.
+// A Zephyr device with a per-fd lock takes ~0.9 batches per socket window;
+// its send budget (Shaping.SendRate, 0.8 per window) paces the express lane:
+// a faster critical stream is thinned to the newest sample per key, and
+// every sample not sent is counted.
 func TestExpressCeilingKeepsLatest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGateway(t, testConfig(t, twoDevices), nil)
 		sink := &fakeSink{}
 		d, _ := g.Attach(bridge.DeviceIdentity{ZID: "b2"}, sink)
 		d.DeclareSubscriber("cmd_vel")
-		ceiling := d.Capacity().ExpressRateCeiling
-		require.Positive(t, ceiling)
+		require.Positive(t, d.Capacity().ExpressRateCeiling)
+		ceiling := g.Devicez(bridge.DevicezOptions{}).Devices[0].Shaping.SendRate
+		require.InDelta(t, bridge.SendsPerWindow/d.Capacity().DrainInterval.Seconds(), ceiling, 1e-9)
+		require.LessOrEqual(t, ceiling, d.Capacity().ExpressRateCeiling)
 		cmd := route(t, g, "/cmd_vel")
 		const n = 300 // 10 s at 30 Hz
 		for i := range n {

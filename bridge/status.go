@@ -44,6 +44,9 @@ type DeviceStatus struct {
 	BatchedRateHz float64               `json:"batched_rate_hz"`
 	Subscriptions []string              `json:"subscriptions"`
 	Lanes         map[string]LaneStatus `json:"lanes"` // "express", "batched"
+	// ProbesSkipped counts pings not sent for want of send budget
+	// (Shaping.SendRate); they are not counted as loss.
+	ProbesSkipped uint64 `json:"probes_skipped"`
 }
 
 // LaneStatus is one lane's counters and depth.
@@ -87,6 +90,7 @@ func (d *Device) status(now time.Time, transitions bool) DeviceStatus {
 	s.BatchedRateHz = eg.bat.rate
 	eg.bat.mu.Unlock()
 	e, b, lag := eg.depth(now)
+	s.ProbesSkipped = eg.stats.probesSkipped.Load()
 	s.Lanes = map[string]LaneStatus{}
 	for l := range numLanes {
 		ls := LaneStatus{Forwarded: eg.stats.lanes[l].forwarded.Load(), Dropped: map[string]uint64{}}

@@ -205,6 +205,18 @@ func matchQoS(q ddspath.QoS) ddspath.QoS {
 	return out.Normalize()
 }
 
+// writerDepth is the history of a Zenoh → DDS writer: a reliable KEEP_LAST
+// writer overwrites samples its readers have not acknowledged yet, so a
+// volatile one keeps more than the reader asked for (a burst from a device
+// must not be lost to a slow acknowledgment); a transient-local one keeps
+// the reader's depth (that is what late joiners get).
+func writerDepth(q ddspath.QoS) int32 {
+	if q.Durability == ddspath.Volatile {
+		return max(q.Depth, 100)
+	}
+	return q.Depth
+}
+
 func (b *ddsBridge) newOut(e ddspath.Endpoint, route bridge.Route) (*outRoute, error) {
 	q := matchQoS(e.QoS)
 	q.IgnoreLocal = true // never read back what the Zenoh → DDS writers wrote
@@ -256,6 +268,7 @@ func (b *ddsBridge) forward(r *outRoute, smp *ddspath.Sample, opts *zenohpath.Pu
 
 func (b *ddsBridge) newIn(e ddspath.Endpoint, route bridge.Route) (*inRoute, error) {
 	q := matchQoS(e.QoS)
+	q.Depth = writerDepth(q)
 	w, err := b.p.NewWriter(e.Topic, e.TypeName, q)
 	if err != nil {
 		return nil, err

@@ -50,6 +50,9 @@ func (d *devices) FaceOpened(f zenohpath.Face) {
 			return
 		}
 	}
+	if d.s.opts.AttachAllClients && f.WhatAmI() == wire.WhatAmIClient {
+		d.attach(df, "")
+	}
 }
 
 func (d *devices) SubscriptionsChanged(f zenohpath.Face) {
@@ -90,7 +93,7 @@ func (d *devices) FaceClosed(f zenohpath.Face) {
 // session's receive goroutine, so df needs no lock of its own; d.mu makes
 // dev visible to isDevice.
 func (d *devices) attach(df *devFace, name string) {
-	dev, err := d.s.gw.Attach(bridge.DeviceIdentity{ZID: zidHex(df.face.ZID()), Name: name}, faceSink{df.face})
+	dev, err := d.s.gw.Attach(bridge.DeviceIdentity{ZID: zidHex(df.face.ZID()), Name: name}, newDeviceSink(df.face))
 	if err != nil {
 		d.s.log.Warn("device not attached", "zid", df.face.ZID().String(), "name", name, "err", err)
 		return

@@ -68,6 +68,13 @@ type Options struct {
 	DDS ddspath.Config
 	// DisableDDS runs the Zenoh side only.
 	DisableDDS bool
+	// AttachAllClients makes every client session accepted on a listener a
+	// device from the start (devices.default profile, named zid-<hex>,
+	// until its zid or its responder's name identifies it): what the
+	// gateway serves to it then always goes through its lanes. Default:
+	// only sessions identified by zid (devices.list) or by a probe
+	// responder are devices; other sessions are routed plainly.
+	AttachAllClients bool
 	// Logger; nil: discard.
 	Logger *slog.Logger
 	// Version and Revision label picobridge_build_info.

@@ -225,3 +225,20 @@ metrics:
 	b.forward(&outRoute{route: route, writers: map[ddspath.GUID]bool{}}, &ddspath.Sample{CDR: []byte{0, 1, 0, 0, 'u'}}, &zenohpath.PutOptions{})
 	eventually(t, "sample through the batched lane", func() bool { return len(got.get()) == 1 })
 }
+
+// With AttachAllClients a client without responder is a device at once.
+func TestAttachAllClients(t *testing.T) {
+	cfg, err := bridge.ParseConfig("test.yaml", []byte("zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: \"\"\n"))
+	require.NoError(t, err)
+	s, err := Start(context.Background(), Options{Config: cfg, DisableDDS: true, AttachAllClients: true})
+	require.NoError(t, err)
+	defer s.Close()
+	c, err := zenohpath.Open(context.Background(), zenohpath.Config{Connect: []string{s.Endpoints()[0]}})
+	require.NoError(t, err)
+	defer c.Close()
+	eventually(t, "client attached as a device", func() bool { return len(s.Gateway().Devices()) == 1 })
+	require.True(t, strings.HasPrefix(s.Gateway().Devices()[0].Name(), "zid-"))
+	_, err = DeclareProbeResponder(c, "named")
+	require.NoError(t, err)
+	eventually(t, "renamed by its responder", func() bool { return s.Gateway().Device("named") != nil })
+}

@@ -41,6 +41,7 @@ type runOptions struct {
 	ddsMulticast  bool
 	ddsPeers      []string
 	noDDS         bool
+	allClients    bool
 	logLevel      string
 	printConfig   bool
 	changed       func(string) bool
@@ -101,6 +102,7 @@ SIGINT or SIGTERM stops it.`,
 	f.BoolVar(&o.ddsMulticast, "dds-multicast", false, "enable DDS multicast discovery (default: unicast to --dds-peer)")
 	f.StringArrayVar(&o.ddsPeers, "dds-peer", nil, "unicast DDS discovery peer address (repeatable; default 127.0.0.1)")
 	f.BoolVar(&o.noDDS, "no-dds", false, "run the Zenoh side only")
+	f.BoolVar(&o.allClients, "devices-all-clients", false, "treat every client session as a device (lanes, devices.default profile) even without zid match or probe responder")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration (after file and flags) as YAML and exit")
 	return cmd
@@ -209,11 +211,12 @@ func runGateway(ctx context.Context, o runOptions, cfg *bridge.Config, logOut io
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 	s, err := server.Start(ctx, server.Options{
-		Config:     cfg,
-		DDS:        ddspath.Config{Interface: o.ddsInterface, Multicast: o.ddsMulticast, Peers: o.ddsPeers},
-		DisableDDS: o.noDDS,
-		Logger:     log,
-		Version:    version,
+		Config:           cfg,
+		DDS:              ddspath.Config{Interface: o.ddsInterface, Multicast: o.ddsMulticast, Peers: o.ddsPeers},
+		DisableDDS:       o.noDDS,
+		AttachAllClients: o.allClients,
+		Logger:           log,
+		Version:          version,
 	})
 	if err != nil {
 		return err

@@ -137,3 +137,63 @@ func FuzzSessionRX(f *testing.F) {
 		}
 	})
 }
+
+// scriptLink serves batches from a script and discards writes.
+type scriptLink struct {
+	in  [][]byte
+	out [][]byte
+}
+
+func (l *scriptLink) readBatch(time.Time) ([]byte, error) {
+	if len(l.in) == 0 {
+		return nil, io.EOF
+	}
+	b := l.in[0]
+	l.in = l.in[1:]
+	return b, nil
+}
+func (l *scriptLink) writeBatch(b []byte, _ time.Time) error {
+	l.out = append(l.out, append([]byte(nil), b[wire.StreamPrefixLen:]...))
+	return nil
+}
+func (l *scriptLink) stream() bool         { return true }
+func (l *scriptLink) maxBatch() int        { return 0xffff }
+func (l *scriptLink) close() error         { return nil }
+func (l *scriptLink) remoteAddr() net.Addr { return &net.TCPAddr{} }
+
+// FuzzHandshake feeds arbitrary first batches to both handshake roles:
+// they fail with an error or succeed with valid parameters, never panic,
+// and every reply decodes.
+func FuzzHandshake(f *testing.F) {
+	zid := wire.MustZID([]byte{1, 2, 3, 4})
+	syn := wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: zid, HasSize: true, Resolution: 0x0a, BatchSize: 2048, Patch: 1}
+	f.Add(syn.Append(nil), wire.OpenSyn{Lease: time.Second, Cookie: []byte("x")}.Append(nil))
+	ack := wire.InitAck{Version: wire.ProtoVersion, ZID: zid, HasSize: true, Resolution: 0x0a, BatchSize: 1024, Cookie: []byte("c")}
+	f.Add(ack.Append(nil), wire.OpenAck{Lease: time.Second, InitialSN: 5}.Append(nil))
+	f.Add([]byte{0x04}, []byte{0x23, 0x02})
+	key := newCookieKey()
+	f.Fuzz(func(t *testing.T, b1, b2 []byte) {
+		cfg := testConfig().withDefaults()
+		cfg.BatchSize = 4096
+		for _, accept := range []bool{true, false} {
+			l := &scriptLink{in: [][]byte{b1, b2}}
+			var p params
+			var err error
+			if accept {
+				p, err = acceptHandshake(l, &cfg, &key, time.Time{})
+			} else {
+				p, err = openHandshake(l, &cfg, time.Time{})
+			}
+			if err == nil {
+				require.GreaterOrEqual(t, int(p.batchSize), MinBatchSize)
+				require.LessOrEqual(t, p.batchSize, cfg.BatchSize)
+				require.Zero(t, p.peerInitialSN&^p.snMask())
+			}
+			for _, out := range l.out {
+				_, n, err := wire.ParseTransport(out)
+				require.NoError(t, err)
+				require.Equal(t, len(out), n)
+			}
+		}
+	})
+}
