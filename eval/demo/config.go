@@ -148,8 +148,8 @@ var TunedZephyrEnv = map[string]string{
 // ClassifierTuning is the demo's classifier: the default 5 Hz probes, but a
 // 2 s window (10 probes), evaluations every 0.5 s, 2 consecutive (the
 // default window is 50 probes = 10 s, 1 s evaluations, 3 consecutive).
-// Probes stay at 5 Hz: each ping is one batch the device must read, and a
-// stock Zephyr device reads ~9 batches/s.
+// Probes stay at 5 Hz (the gateway's send budget of a per-socket-lock device
+// gives them at most a quarter of it: sim1 is probed about every 500 ms).
 const ClassifierTuning = `classifier:
   probe_interval: 200ms
   probe_timeout: 1s
@@ -158,14 +158,6 @@ const ClassifierTuning = `classifier:
   evaluation_interval: 500ms
   consecutive: 2
 `
-
-// SimRateHz is sim1's batched rate (samples/s per key). sim1 is a stock
-// native_sim board (100 ms socket window, per-socket lock: ~9 batches/s in
-// all) served as a NONCRITICAL display: 2 samples/s plus 5 probes/s stay
-// below what it reads. Served CRITICAL, its express lane would be paced at
-// the device's ceiling (9/s) and the probes on top of it would build a
-// backlog (docs/demo.md).
-const SimRateHz = 2
 
 // gatewayConfig is the YAML laid over the embedded default.
 func gatewayConfig(c *Config) (*bridge.Config, string, error) {
@@ -178,9 +170,6 @@ func gatewayConfig(c *Config) (*bridge.Config, string, error) {
 		fmt.Fprintf(&b, "    - name: %s\n      platform: %s\n      board: %s\n", d.Name, d.Platform, d.Board)
 		if d.Name == CriticalDevice && c.PinCritical {
 			fmt.Fprintf(&b, "      class: critical\n")
-		}
-		if d.Name == SimDevice {
-			fmt.Fprintf(&b, "      class: noncritical\n      noncritical_rate_hz: %d\n", SimRateHz)
 		}
 		if len(d.Env) > 0 {
 			fmt.Fprintf(&b, "      env:\n")

@@ -175,7 +175,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "picodemo: impaired link: linkemu TCP proxy %s, profile %q (%s)\n", proxy.Addr(), prof.Name, describeProfile(prof))
 	fmt.Fprintf(out, "picodemo: classifier tuned for the demo: window 10 probes (2 s at 5 Hz), evaluation every 500ms, 2 consecutive\n")
-	fmt.Fprintf(out, "          (default: 50 probes = 10 s, 1s, 3) so that %s is demoted within the run; %s is served NONCRITICAL at %d Hz (class: noncritical)\n", ImpairedDevice, SimDevice, SimRateHz)
+	fmt.Fprintf(out, "          (default: 50 probes = 10 s, 1s, 3) so that %s is demoted within the run\n", ImpairedDevice)
 	if cfg.PinCritical {
 		fmt.Fprintf(out, "picodemo: %s is pinned CRITICAL (class: critical); the classifier still measures it\n", CriticalDevice)
 	}
