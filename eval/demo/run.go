@@ -156,6 +156,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Gateway = eps[0]
 	gw := srv.Gateway()
 
+	// The replay's DDS participant (fails at once in a build without Cyclone DDS).
+	sink, err := ddssink.Open(ddspath.Config{DomainID: uint32(cfg.Domain)}, ddssink.Options{WaitMatched: 1, MatchTimeout: 20 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("DDS: %w", err)
+	}
+	defer sink.Close()
+
 	// 2. The impaired link.
 	prof, err := linkemu.LookupProfile(cfg.Profile)
 	if err != nil {
@@ -245,11 +252,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	// 4. The replay.
-	sink, err := ddssink.Open(ddspath.Config{DomainID: uint32(cfg.Domain)}, ddssink.Options{WaitMatched: 1, MatchTimeout: 20 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("DDS: %w", err)
-	}
-	defer sink.Close()
 	rec := newRecordingSink(sink)
 	scanSrc, err := replay.NewFixedRateSource(bag, ScanTopic, cfg.ScanHz)
 	if err != nil {
