@@ -25,6 +25,7 @@ type live struct {
 	lastIdx  int                          // collector samples seen at the last tick
 	drawn    int                          // table lines on screen (terminal)
 	ticks    int
+	stalls   *stallMonitor
 	// replayStart and replayFor describe the replay, for the progress line.
 	replayStart time.Time
 	replayFor   time.Duration
@@ -136,7 +137,7 @@ func (l *live) tick() {
 	if !l.term {
 		l.ticks++
 		if l.ticks%10 == 0 {
-			fmt.Fprintf(l.w, "picodemo: %s; supervisor %v\n", l.progress(now), dz.Supervisor.Mode)
+			fmt.Fprintf(l.w, "picodemo: %s; supervisor %v; %s\n", l.progress(now), dz.Supervisor.Mode, l.stallString())
 		}
 		for _, r := range rows {
 			fmt.Fprintf(l.w, "t=%5.1fs %-8s %-11s %-30s p50 %-8s p95 %-8s | device %s | gateway %s\n",
@@ -146,7 +147,7 @@ func (l *live) tick() {
 	}
 	l.clear()
 	lines := []string{
-		fmt.Sprintf("picodemo  t=%.0fs  %s  supervisor %v", t, l.progress(now), dz.Supervisor.Mode),
+		fmt.Sprintf("picodemo  t=%.0fs  %s  supervisor %v  %s", t, l.progress(now), dz.Supervisor.Mode, l.stallString()),
 		fmt.Sprintf("%-8s %-11s %-30s %-9s %-9s %-26s %s", "DEVICE", "CLASS", "DELIVERED RATE", "P50", "P95", "DEVICE DROPS", "GATEWAY DROPS"),
 	}
 	for _, r := range rows {
@@ -180,4 +181,12 @@ func dropString(lanes map[string]bridge.LaneStatus) string {
 		return "none"
 	}
 	return strings.Join(parts, " ")
+}
+
+// stallString is "max wake-up delay 3.1ms" over the last period.
+func (l *live) stallString() string {
+	if l.stalls == nil {
+		return ""
+	}
+	return "max wake-up delay " + fmtMs(float64(l.stalls.take())/1e6)
 }

@@ -44,6 +44,10 @@ type Result struct {
 	Link         LinkResult        `json:"impaired_link"`
 	// Demoted: the impaired device went to NONCRITICAL during the run.
 	Demoted bool `json:"impaired_demoted"`
+	// MaxWakeLateMs is the largest delay of a 5 ms sleep in this process
+	// during the replay; LateWakeups counts those later than a /scan period.
+	MaxWakeLateMs float64 `json:"max_wake_late_ms"`
+	LateWakeups   int     `json:"late_wakeups"`
 	// Host is the machine's load at the end (a loaded host delays every
 	// goroutine; the express lane keeps only the latest sample per key).
 	Host     string   `json:"host"`
@@ -270,7 +274,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	go func() { replayDone <- eng.Run(rctx) }()
 
 	// 5. Live status until the replay ends, then the drain.
+	stalls := startStallMonitor(time.Duration(float64(time.Second) / cfg.ScanHz))
+	defer stalls.close()
 	live := newLive(out, cfg.Terminal, start, fleet, gw, col, rec)
+	live.stalls = stalls
 	live.replayStart, live.replayFor = time.Now(), cfg.Duration
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -307,6 +314,8 @@ loop:
 	col.observeClasses(dz, time.Now())
 	fst := fleet.Stats()
 	res.fill(fst, dz, col, rec, fleetCfg, proxy.Stats(), prof)
+	ml, over := stalls.result()
+	res.MaxWakeLateMs, res.LateWakeups = float64(ml)/1e6, over
 	res.check()
 	printSummary(out, res)
 	if cfg.Out != "" {

@@ -44,6 +44,7 @@ func printSummary(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "  %-8s %s\n", d.Name, strings.Join(d.Transitions, "; "))
 	}
 	fmt.Fprintf(w, "\ngateway drops by reason (all devices): %s\n", mapString(r.GatewayDrops))
+	fmt.Fprintf(w, "host: %s; largest goroutine wake-up delay during the run %.1f ms, %d wake-ups later than a /scan period\n", r.Host, r.MaxWakeLateMs, r.LateWakeups)
 	if n := len(r.SupervisorChanges); n > 0 {
 		fmt.Fprintf(w, "supervisor: %d mode changes, e.g. %s\n", n, r.SupervisorChanges[0])
 	}
@@ -62,7 +63,7 @@ func printSummary(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "FAIL: %s\n", strings.Join(r.Failures, "; "))
 		for _, d := range r.Devices {
 			if d.Name == CriticalDevice && (d.GatewayDrops["express/congestion"] > 0 || d.GatewayDrops["express/suspended"] > 0) {
-				fmt.Fprintf(w, "hint: express/congestion and express/suspended are the gateway shedding load when its goroutines are not scheduled in time (a loaded host: %s); on an idle machine this does not happen at 30 Hz; try --scan-hz 10 or run again\n", r.Host)
+				fmt.Fprintf(w, "hint: express/congestion and express/suspended are the gateway shedding load when its goroutines are not scheduled in time: goroutines here woke up to %.0f ms late (%d times later than a /scan period; %s); on an idle machine this does not happen at 30 Hz; try --scan-hz 10 or run again\n", r.MaxWakeLateMs, r.LateWakeups, r.Host)
 			}
 		}
 	}
