@@ -100,4 +100,4 @@ func TestDemoSmoke(t *testing.T) {
 }
 
 // smokeScanHz is the smoke test's /scan rate (the demo's is 30 Hz).
-const smokeScanHz = 5
+const smokeScanHz = 5.0
