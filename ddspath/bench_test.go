@@ -18,16 +18,7 @@ func BenchmarkWrite(b *testing.B) {
 			a, r := benchPair(b)
 			topic := fmt.Sprintf("rt/bench_write_%d_%d", size, time.Now().UnixNano())
 			q := QoS{Reliability: BestEffort, History: KeepLast, Depth: 1}
-			rd, err := r.NewReader(topic, laserType, q, WithQueue(1, DropOldest))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer rd.Close()
-			w, err := a.NewWriter(topic, laserType, q)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer w.Close()
+			_, w := benchReaderWriter(b, a, r, topic, q, WithQueue(1, DropOldest))
 			p := cdrSample(size, 0)
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
@@ -53,16 +44,7 @@ func BenchmarkWriteTake(b *testing.B) {
 				if mode == "listener" {
 					opts = append(opts, WithListener())
 				}
-				rd, err := r.NewReader(topic, laserType, q, opts...)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer rd.Close()
-				w, err := a.NewWriter(topic, laserType, q)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer w.Close()
+				rd, w := benchReaderWriter(b, a, r, topic, q, opts...)
 				for w.Matched() == 0 {
 					time.Sleep(time.Millisecond)
 				}
@@ -93,4 +75,21 @@ func benchPair(b *testing.B) (*Participant, *Participant) {
 	}
 	b.Cleanup(func() { _ = c.Close(); _ = a.Close() })
 	return a, c
+}
+
+// benchReaderWriter creates a reader of topic on rp and a writer on wp,
+// closed (writer first) when the benchmark ends.
+func benchReaderWriter(b *testing.B, wp, rp *Participant, topic string, q QoS, opts ...ReaderOption) (*Reader, *Writer) {
+	b.Helper()
+	rd, err := rp.NewReader(topic, laserType, q, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rd.Close() })
+	wr, err := wp.NewWriter(topic, laserType, q)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { wr.Close() })
+	return rd, wr
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/internal/interop"
 )
 
 // The test binary doubles as a second Cyclone process: with
@@ -73,7 +75,7 @@ func TestCrossProcessCycloneEcho(t *testing.T) {
 	in, out := uniqueTopic(t, "echo_in"), uniqueTopic(t, "echo_out")
 	payloads := [][]byte{cdrSample(8, 0), cdrSample(1500, 1), cdrSample(64<<10, 2), cdrSample(1<<20+3, 3)}
 
-	var stdout, stderr syncBuffer
+	var stdout, stderr interop.SyncBuffer
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "DDSPATH_TEST_HELPER=echo", "DOMAIN="+strconv.Itoa(int(dom)),
 		"IN="+in, "OUT="+out, "COUNT="+strconv.Itoa(len(payloads)))

@@ -65,6 +65,18 @@ func envFile(t *testing.T, name, src string) *Env {
 	return e
 }
 
+// testEnv is the env rung of a case: the file "prj.conf" with content src
+// (none when src is empty), then the process environment proc.
+func testEnv(t *testing.T, src string, proc []string) *Env {
+	t.Helper()
+	env := &Env{}
+	if src != "" {
+		env.Add(envFile(t, "prj.conf", src))
+	}
+	env.Add(ProcessEnv(proc))
+	return env
+}
+
 func TestResolvePrecedence(t *testing.T) {
 	c := testCatalog(t)
 	for _, tc := range []struct {
@@ -99,12 +111,7 @@ func TestResolvePrecedence(t *testing.T) {
 		{"hex in kconfig", Options{Platform: "child"}, "CONFIG_NROS_FRAG_MAX_SIZE=0x2000\n", nil, FragMaxSize, "8192", "kconfig CONFIG_NROS_FRAG_MAX_SIZE (prj.conf:1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := &Env{}
-			if tc.env != "" {
-				env.Add(envFile(t, "prj.conf", tc.env))
-			}
-			env.Add(ProcessEnv(tc.proc))
-			tc.opts.Env = env
+			tc.opts.Env = testEnv(t, tc.env, tc.proc)
 			r, err := c.Resolve(tc.opts)
 			require.NoError(t, err)
 			v := r.Get(tc.knob)
@@ -172,12 +179,7 @@ func TestResolveWarnings(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := &Env{}
-			if tc.env != "" {
-				env.Add(envFile(t, "prj.conf", tc.env))
-			}
-			env.Add(ProcessEnv(tc.proc))
-			tc.opts.Env = env
+			tc.opts.Env = testEnv(t, tc.env, tc.proc)
 			r, err := c.Resolve(tc.opts)
 			require.NoError(t, err)
 			var got []string
@@ -246,12 +248,7 @@ func TestResolveErrors(t *testing.T) {
 			"prj.conf:1: ZPICO_TX_BATCH: cannot parse \"x\" as a bool (want y/n, 1/0, true/false)\nprj.conf:2: ZPICO_FRAG_MAX_SIZE: must be ≥ 64 (got -1)", ErrBadValue},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := &Env{}
-			if tc.env != "" {
-				env.Add(envFile(t, "prj.conf", tc.env))
-			}
-			env.Add(ProcessEnv(tc.proc))
-			tc.opts.Env = env
+			tc.opts.Env = testEnv(t, tc.env, tc.proc)
 			_, err := c.Resolve(tc.opts)
 			require.EqualError(t, err, tc.want)
 			require.ErrorIs(t, err, tc.is)

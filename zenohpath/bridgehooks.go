@@ -146,21 +146,7 @@ func (r *Router) ListenObserved(ctx context.Context, endpoint string, obs FaceOb
 		obs.FaceOpened(face)
 		return &observedHandler{fh: fh, face: face, obs: obs}
 	}
-	ln, err := transport.Listen(ctx, endpoint, r.transportConfig(r.whatami), accept)
-	if err != nil {
-		return nil, fmt.Errorf("zenohpath: listen %s: %w", endpoint, err)
-	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		_ = ln.Close()
-		return nil, ErrClosed
-	}
-	r.closers = append(r.closers, func() { _ = ln.Close() })
-	r.listeners = append(r.listeners, ln.Endpoint())
-	r.mu.Unlock()
-	r.log.Info("listening", "endpoint", ln.Endpoint())
-	return ln, nil
+	return r.listen(ctx, endpoint, accept)
 }
 
 type observedHandler struct {
@@ -196,17 +182,7 @@ func (s *Session) PublishRemote(key string, payload []byte, opts *PutOptions, sk
 	if opts == nil {
 		opts = &PutOptions{}
 	}
-	p := &wire.Put{Payload: payload, Attachment: opts.Attachment}
-	if p.Payload == nil {
-		p.Payload = []byte{}
-	}
-	if opts.Encoding != nil {
-		p.HasEncoding, p.Encoding = true, *opts.Encoding
-	}
-	if opts.Timestamp != nil {
-		p.HasTimestamp, p.Timestamp = true, *opts.Timestamp
-	}
-	m := &wire.Push{WireExpr: wireKey(k), Body: p}
+	m := &wire.Push{WireExpr: wireKey(k), Body: newPut(payload, opts.Attachment, opts.Encoding, opts.Timestamp)}
 	m.QoS, m.HasQoS = qosOf(opts.Priority, opts.CongestionControl, opts.Express)
 	r, from := s.r, s.face
 	r.mu.Lock()

@@ -1,179 +1,24 @@
 package zenohpath_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/internal/picotest"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
-// Environment variables naming folders of zenoh-pico example binaries (built
-// outside the repository, e.g. <zenoh-pico>/build/examples). The folder name
-// tells the build: a path containing "2048" is the CMake-default build
-// (Z_BATCH_UNICAST_SIZE=2048, Z_FRAG_MAX_SIZE=4096), anything else the
-// GNUmakefile build (65535).
-const (
-	PicoExamplesEnv     = "ZENOH_PICO_EXAMPLES"
-	PicoExamples2048Env = "ZENOH_PICO_EXAMPLES_2048"
-)
-
-type picoBuild struct{ name, dir string }
-
-func picoBuilds(t *testing.T) []picoBuild {
-	t.Helper()
-	var out []picoBuild
-	seen := map[string]bool{}
-	for _, env := range []string{PicoExamplesEnv, PicoExamples2048Env} {
-		dir := os.Getenv(env)
-		if dir == "" || seen[dir] {
-			continue
-		}
-		seen[dir] = true
-		if _, err := os.Stat(filepath.Join(dir, "z_sub")); err != nil {
-			t.Fatalf("%s=%s: no z_sub there: %v", env, dir, err)
-		}
-		name := "batch65535"
-		if strings.Contains(dir, "2048") {
-			name = "batch2048"
-		}
-		out = append(out, picoBuild{name, dir})
-	}
-	if len(out) == 0 {
-		t.Skipf("SKIP: set %s (and %s) to folders of built zenoh-pico examples, e.g. %s=/work/pico-build-65535/examples %s=/work/pico-build-2048/examples",
-			PicoExamplesEnv, PicoExamples2048Env, PicoExamplesEnv, PicoExamples2048Env)
-	}
-	return out
-}
-
-// picoProc is one running zenoh-pico example.
-type picoProc struct {
-	t       *testing.T
-	name    string
-	cmd     *exec.Cmd
-	mu      sync.Mutex
-	lines   []string
-	changed chan struct{}
-	exited  chan struct{}
-}
-
 // startPico runs <dir>/<example> -m client -e ep args..., line-buffered
 // (stdbuf -oL), stopped with SIGINT (then SIGKILL) in t.Cleanup.
-func startPico(t *testing.T, dir, example, ep string, args ...string) *picoProc {
+func startPico(t *testing.T, dir, example, ep string, args ...string) *picotest.Proc {
 	t.Helper()
-	return startPicoArgs(t, dir, example, append([]string{"-m", "client", "-e", ep}, args...)...)
-}
-
-// startPicoArgs is startPico with the whole command line given.
-func startPicoArgs(t *testing.T, dir, example string, full ...string) *picoProc {
-	t.Helper()
-	bin := filepath.Join(dir, example)
-	var cmd *exec.Cmd
-	if sb, err := exec.LookPath("stdbuf"); err == nil {
-		cmd = exec.Command(sb, append([]string{"-oL", "-eL", bin}, full...)...)
-	} else {
-		cmd = exec.Command(bin, full...)
-	}
-	p := &picoProc{t: t, name: example, cmd: cmd, changed: make(chan struct{}), exited: make(chan struct{})}
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = cmd.Stdout
-	require.NoError(t, cmd.Start())
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.lines = append(p.lines, sc.Text())
-			close(p.changed)
-			p.changed = make(chan struct{})
-			p.mu.Unlock()
-		}
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		p.stop()
-		if t.Failed() {
-			t.Logf("--- %s %s output:\n%s", example, strings.Join(full, " "), p.output())
-		}
-	})
-	return p
-}
-
-func (p *picoProc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Join(p.lines, "\n")
-}
-
-// waitLine waits for an output line containing s and returns it.
-func (p *picoProc) waitLine(s string, timeout time.Duration) string {
-	p.t.Helper()
-	deadline := time.After(interop.Scale(timeout))
-	seen := 0
-	for {
-		p.mu.Lock()
-		for ; seen < len(p.lines); seen++ {
-			if strings.Contains(p.lines[seen], s) {
-				l := p.lines[seen]
-				p.mu.Unlock()
-				return l
-			}
-		}
-		ch := p.changed
-		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-p.exited:
-			p.mu.Lock()
-			n := len(p.lines)
-			p.mu.Unlock()
-			if n == seen {
-				p.t.Fatalf("%s exited before printing %q:\n%s", p.name, s, p.output())
-			}
-		case <-deadline:
-			p.t.Fatalf("%s: no line with %q within %v:\n%s", p.name, s, timeout, p.output())
-		}
-	}
-}
-
-// wait waits for the example to exit by itself and returns its exit code.
-func (p *picoProc) wait(timeout time.Duration) int {
-	p.t.Helper()
-	select {
-	case <-p.exited:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(interop.Scale(timeout)):
-		p.t.Fatalf("%s did not exit within %v:\n%s", p.name, timeout, p.output())
-		return -1
-	}
-}
-
-// stop sends SIGINT (pico examples undeclare and close on it), then SIGKILL.
-func (p *picoProc) stop() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-p.exited:
-	case <-time.After(3 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
+	return picotest.StartExample(t, dir, example, append([]string{"-m", "client", "-e", ep}, args...)...)
 }
 
 // TestInteropPico runs the zenoh-pico examples against the Go router, at
@@ -181,13 +26,13 @@ func (p *picoProc) stop() {
 // for one scenario) on the other side.
 func TestInteropPico(t *testing.T) {
 	skipShort(t)
-	for _, b := range picoBuilds(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range picotest.Builds(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			for _, sc := range picoScenarios {
 				t.Run(sc.name, func(t *testing.T) {
 					t.Parallel()
 					ep := startGoRouter(t)
-					sc.run(t, b.dir, ep)
+					sc.run(t, b.Dir, ep)
 				})
 			}
 		})
@@ -216,7 +61,7 @@ var picoScenarios = []struct {
 // z_sub (aggregated nothing: a plain subscriber) receives Go publications.
 func picoSub(t *testing.T, dir, ep string) {
 	sub := startPico(t, dir, "z_sub", ep, "-k", "demo/example/**", "-n", "3")
-	sub.waitLine("Press CTRL-C", 10*time.Second)
+	sub.WaitLine("Press CTRL-C", 10*time.Second)
 	s := openClient(t, ep)
 	pub, err := s.DeclarePublisher("demo/example/go", zenohpath.PublisherOptions{})
 	require.NoError(t, err)
@@ -225,9 +70,9 @@ func picoSub(t *testing.T, dir, ep string) {
 		require.NoError(t, pub.Put([]byte(fmt.Sprintf("go %d", i)), nil))
 	}
 	for i := range 3 {
-		sub.waitLine(fmt.Sprintf("('demo/example/go': 'go %d')", i), 10*time.Second)
+		sub.WaitLine(fmt.Sprintf("('demo/example/go': 'go %d')", i), 10*time.Second)
 	}
-	require.Zero(t, sub.wait(10*time.Second))
+	require.Zero(t, sub.Wait(10*time.Second))
 }
 
 // z_pub -a: the aggregated publisher interest is answered, pico reports the
@@ -238,13 +83,13 @@ func picoPub(t *testing.T, dir, ep string) {
 	_, err := s.DeclareSubscriber("demo/example/**", func(smp zenohpath.Sample) { got <- smp })
 	require.NoError(t, err)
 	pub := startPico(t, dir, "z_pub", ep, "-k", "demo/example/pico-pub", "-n", "2", "-a")
-	pub.waitLine("Publisher has matching subscribers.", 10*time.Second)
+	pub.WaitLine("Publisher has matching subscribers.", 10*time.Second)
 	for i := range 2 {
 		smp := recvSample(t, got)
 		require.Equal(t, "demo/example/pico-pub", smp.KeyExpr())
 		require.Equal(t, fmt.Sprintf("[%4d] Pub from Pico!", i), string(smp.Payload()))
 	}
-	require.Zero(t, pub.wait(10*time.Second))
+	require.Zero(t, pub.Wait(10*time.Second))
 }
 
 // z_put: a session-level put (DeclareKeyExpr + PUSH on scope 1).
@@ -257,7 +102,7 @@ func picoPut(t *testing.T, dir, ep string) {
 	// holds the TX lock (README of the transcripts): retry a few times.
 	for attempt := 0; ; attempt++ {
 		put := startPico(t, dir, "z_put", ep, "-k", "demo/example/pico-put", "-v", "once")
-		require.Zero(t, put.wait(10*time.Second))
+		require.Zero(t, put.Wait(10*time.Second))
 		select {
 		case smp := <-got:
 			require.Equal(t, "demo/example/pico-put", smp.KeyExpr())
@@ -283,15 +128,15 @@ func picoGet(t *testing.T, dir, ep string) {
 	require.NoError(t, err)
 	routerKnows(t, ep, func(obs *zenohpath.Session) bool { return obs.HasMatchingQueryables("demo/example/go-q") })
 	get := startPico(t, dir, "z_get", ep, "-k", "demo/example/**")
-	get.waitLine("('demo/example/go-q': 'go reply')", 10*time.Second)
-	get.waitLine("query final notification", 10*time.Second)
-	require.Zero(t, get.wait(10*time.Second))
+	get.WaitLine("('demo/example/go-q': 'go reply')", 10*time.Second)
+	get.WaitLine("query final notification", 10*time.Second)
+	require.Zero(t, get.Wait(10*time.Second))
 }
 
 // Go Get → pico z_queryable (RESPONSE with ResponderId ext + RESPONSE_FINAL).
 func picoQueryable(t *testing.T, dir, ep string) {
 	qbl := startPico(t, dir, "z_queryable", ep, "-k", "demo/example/pico-q", "-n", "1")
-	qbl.waitLine("Press CTRL-C", 10*time.Second)
+	qbl.WaitLine("Press CTRL-C", 10*time.Second)
 	s := openClient(t, ep)
 	eventually(t, "pico queryable declared", 10*time.Second, func() bool { return s.HasMatchingQueryables("demo/example/pico-q") })
 	replies, err := s.Get("demo/example/pico-q?from=go", &zenohpath.GetOptions{Timeout: 5 * time.Second})
@@ -303,7 +148,7 @@ func picoQueryable(t *testing.T, dir, ep string) {
 		got = append(got, smp.KeyExpr()+"="+string(smp.Payload()))
 	}
 	require.Equal(t, []string{"demo/example/pico-q=Queryable from Pico!"}, got)
-	qbl.waitLine("Received Query 'demo/example/pico-q", 5*time.Second) // pico prints key and parameters without the '?'
+	qbl.WaitLine("Received Query 'demo/example/pico-q", 5*time.Second) // pico prints key and parameters without the '?'
 }
 
 // z_querier: the aggregated querier interest (K,Q,R,M,A) is answered with a
@@ -315,8 +160,8 @@ func picoQuerier(t *testing.T, dir, ep string) {
 	}, &zenohpath.QueryableOptions{Complete: true})
 	require.NoError(t, err)
 	qr := startPico(t, dir, "z_querier", ep, "-s", "demo/example/**", "-n", "2")
-	qr.waitLine("('demo/example/go-q': 'go answers')", 10*time.Second)
-	require.Zero(t, qr.wait(15*time.Second))
+	qr.WaitLine("('demo/example/go-q': 'go answers')", 10*time.Second)
+	require.Zero(t, qr.Wait(15*time.Second))
 }
 
 // z_liveliness: the pico token appears at a Go liveliness subscriber and
@@ -331,14 +176,14 @@ func picoLiveliness(t *testing.T, dir, ep string) {
 	smp := recvSample(t, got)
 	require.Equal(t, "group1/pico", smp.KeyExpr())
 	require.Equal(t, zenohpath.SampleKindPut, smp.Kind())
-	lv.stop()
+	lv.Stop()
 	smp = recvSample(t, got)
 	require.Equal(t, zenohpath.SampleKindDelete, smp.Kind())
 
 	// SIGKILL: no undeclaration from pico; the router synthesizes it when the link drops.
 	lv2 := startPico(t, dir, "z_liveliness", ep, "-k", "group1/pico2")
 	require.Equal(t, "group1/pico2", recvSample(t, got).KeyExpr())
-	require.NoError(t, lv2.cmd.Process.Kill())
+	require.NoError(t, lv2.Cmd.Process.Kill())
 	smp = recvSample(t, got)
 	require.Equal(t, "group1/pico2", smp.KeyExpr())
 	require.Equal(t, zenohpath.SampleKindDelete, smp.Kind())
@@ -350,13 +195,13 @@ func picoSubLiveliness(t *testing.T, dir, ep string) {
 	tok, err := s.Liveliness().DeclareToken("group1/go")
 	require.NoError(t, err)
 	sub := startPico(t, dir, "z_sub_liveliness", ep, "-k", "group1/**", "-h", "-n", "3")
-	sub.waitLine("New alive token ('group1/go')", 10*time.Second)
+	sub.WaitLine("New alive token ('group1/go')", 10*time.Second)
 	tok2, err := s.Liveliness().DeclareToken("group1/go2")
 	require.NoError(t, err)
-	sub.waitLine("New alive token ('group1/go2')", 10*time.Second)
+	sub.WaitLine("New alive token ('group1/go2')", 10*time.Second)
 	require.NoError(t, tok.Undeclare())
-	sub.waitLine("Dropped token ('group1/go')", 10*time.Second)
-	require.Zero(t, sub.wait(10*time.Second))
+	sub.WaitLine("Dropped token ('group1/go')", 10*time.Second)
+	require.Zero(t, sub.Wait(10*time.Second))
 	_ = tok2
 }
 
@@ -375,9 +220,9 @@ func picoGetLiveliness(t *testing.T, dir, ep string) {
 		return n == 1
 	})
 	get := startPico(t, dir, "z_get_liveliness", ep, "-k", "group1/**")
-	get.waitLine("Alive token ('group1/go')", 10*time.Second)
+	get.WaitLine("Alive token ('group1/go')", 10*time.Second)
 	start := time.Now()
-	require.Zero(t, get.wait(10*time.Second))
+	require.Zero(t, get.Wait(10*time.Second))
 	require.Less(t, time.Since(start), 5*time.Second, "z_get_liveliness waited for its timeout: no DeclareFinal?")
 }
 
@@ -385,12 +230,12 @@ func picoGetLiveliness(t *testing.T, dir, ep string) {
 // that fits a batch and one that needs fragments on the 2048 build.
 func picoPingPong(t *testing.T, dir, ep string) {
 	pong := startPico(t, dir, "z_pong", ep)
-	pong.waitLine("Pong app is running", 10*time.Second)
+	pong.WaitLine("Pong app is running", 10*time.Second)
 	for _, size := range []string{"64", "3000"} {
 		ping := startPico(t, dir, "z_ping", ep, "-n", "100", "-s", size, "-w", "200")
-		require.Zero(t, ping.wait(20*time.Second), "ping -s %s", size)
+		require.Zero(t, ping.Wait(20*time.Second), "ping -s %s", size)
 		n := 0
-		for _, l := range strings.Split(ping.output(), "\n") {
+		for _, l := range strings.Split(ping.Output(), "\n") {
 			if l != "" && strings.Trim(l, "0123456789") == "" {
 				n++
 			}
@@ -403,11 +248,11 @@ func picoPingPong(t *testing.T, dir, ep string) {
 func picoSubFromPython(t *testing.T, dir, ep string) {
 	interop.FindPython(t)
 	sub := startPico(t, dir, "z_sub", ep, "-k", "demo/example/**", "-n", "2")
-	sub.waitLine("Press CTRL-C", 10*time.Second)
+	sub.WaitLine("Press CTRL-C", 10*time.Second)
 	pub := interop.Start(t, "pub", "demo/example/py", "--connect", ep, "--count", "2", "--size", "16", "--wait-matching")
 	pub.WaitEvent("sent", 10*time.Second)
-	sub.waitLine("'demo/example/py'", 10*time.Second)
-	require.Zero(t, sub.wait(10*time.Second))
+	sub.WaitLine("'demo/example/py'", 10*time.Second)
+	require.Zero(t, sub.Wait(10*time.Second))
 }
 
 // z_sub over UDP unicast and z_pub over TCP on the same router (-l udp/… -l tcp/…).
@@ -420,17 +265,17 @@ func picoUDP(t *testing.T, dir, _ string) {
 	tcp, err := r.Listen(context.Background(), "tcp/127.0.0.1:0")
 	require.NoError(t, err)
 	sub := startPico(t, dir, "z_sub", fmt.Sprintf("udp/127.0.0.1:%d", port), "-k", "demo/example/**", "-n", "2")
-	sub.waitLine("Press CTRL-C", 10*time.Second)
+	sub.WaitLine("Press CTRL-C", 10*time.Second)
 	s := openClient(t, tcp.Endpoint())
 	p, err := s.DeclarePublisher("demo/example/udp", zenohpath.PublisherOptions{})
 	require.NoError(t, err)
 	eventually(t, "pico UDP subscriber", 10*time.Second, p.HasMatchingSubscribers)
 	pub := startPico(t, dir, "z_pub", tcp.Endpoint(), "-k", "demo/example/pico-tcp", "-n", "1")
 	require.NoError(t, p.Put([]byte("over udp"), nil))
-	sub.waitLine("('demo/example/udp': 'over udp')", 10*time.Second)
-	sub.waitLine("('demo/example/pico-tcp'", 10*time.Second)
-	require.Zero(t, sub.wait(10*time.Second))
-	require.Zero(t, pub.wait(10*time.Second))
+	sub.WaitLine("('demo/example/udp': 'over udp')", 10*time.Second)
+	sub.WaitLine("('demo/example/pico-tcp'", 10*time.Second)
+	require.Zero(t, sub.Wait(10*time.Second))
+	require.Zero(t, pub.Wait(10*time.Second))
 }
 
 // routerKnows waits until the router at ep has what cond checks, seen from a
@@ -447,8 +292,8 @@ func routerKnows(t *testing.T, ep string, cond func(obs *zenohpath.Session) bool
 func picoPeer(t *testing.T, dir, _ string) {
 	port := interop.FreePort(t)
 	ep := fmt.Sprintf("tcp/127.0.0.1:%d", port)
-	sub := startPicoArgs(t, dir, "z_sub", "-m", "peer", "-l", ep, "-k", "peer/**", "-n", "1")
-	sub.waitLine("Press CTRL-C", 10*time.Second)
+	sub := picotest.StartExample(t, dir, "z_sub", "-m", "peer", "-l", ep, "-k", "peer/**", "-n", "1")
+	sub.WaitLine("Press CTRL-C", 10*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), interop.Scale(10*time.Second))
 	defer cancel()
 	p, err := zenohpath.Open(ctx, zenohpath.Config{Mode: zenohpath.ModePeer, Connect: []string{ep}})
@@ -458,6 +303,6 @@ func picoPeer(t *testing.T, dir, _ string) {
 	require.NoError(t, err)
 	eventually(t, "pico peer's subscriber", 10*time.Second, pub.HasMatchingSubscribers)
 	require.NoError(t, pub.Put([]byte("hello peer"), nil))
-	sub.waitLine("('peer/go': 'hello peer')", 10*time.Second)
-	require.Zero(t, sub.wait(10*time.Second))
+	sub.WaitLine("('peer/go': 'hello peer')", 10*time.Second)
+	require.Zero(t, sub.Wait(10*time.Second))
 }

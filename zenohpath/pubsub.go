@@ -106,6 +106,22 @@ func (s *Session) Delete(key string, opts *PutOptions) error {
 	return s.put(k, nil, opts, true)
 }
 
+// newPut builds a PUT body: a nil payload is sent empty, encoding and
+// timestamp only when given.
+func newPut(payload, attachment []byte, enc *Encoding, ts *Timestamp) *wire.Put {
+	p := &wire.Put{Payload: payload, Attachment: attachment}
+	if p.Payload == nil {
+		p.Payload = []byte{}
+	}
+	if enc != nil {
+		p.HasEncoding, p.Encoding = true, *enc
+	}
+	if ts != nil {
+		p.HasTimestamp, p.Timestamp = true, *ts
+	}
+	return p
+}
+
 func (s *Session) put(key string, payload []byte, o *PutOptions, del bool) error {
 	m := &wire.Push{WireExpr: wireKey(key)}
 	m.QoS, m.HasQoS = qosOf(o.Priority, o.CongestionControl, o.Express)
@@ -116,17 +132,7 @@ func (s *Session) put(key string, payload []byte, o *PutOptions, del bool) error
 		}
 		m.Body = d
 	} else {
-		p := &wire.Put{Payload: payload, Attachment: o.Attachment}
-		if p.Payload == nil {
-			p.Payload = []byte{}
-		}
-		if o.Encoding != nil {
-			p.HasEncoding, p.Encoding = true, *o.Encoding
-		}
-		if o.Timestamp != nil {
-			p.HasTimestamp, p.Timestamp = true, *o.Timestamp
-		}
-		m.Body = p
+		m.Body = newPut(payload, o.Attachment, o.Encoding, o.Timestamp)
 	}
 	if err := s.send(m, o.Reliability == ReliabilityReliable); err != nil {
 		return err

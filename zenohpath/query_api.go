@@ -281,17 +281,7 @@ func (q *Query) Reply(key string, payload []byte, opts *ReplyOptions) error {
 	if opts == nil {
 		opts = &ReplyOptions{}
 	}
-	p := &wire.Put{Payload: payload, Attachment: opts.Attachment}
-	if p.Payload == nil {
-		p.Payload = []byte{}
-	}
-	if opts.Encoding != nil {
-		p.HasEncoding, p.Encoding = true, *opts.Encoding
-	}
-	if opts.Timestamp != nil {
-		p.HasTimestamp, p.Timestamp = true, *opts.Timestamp
-	}
-	return q.respond(key, &wire.Reply{Body: p})
+	return q.respond(key, &wire.Reply{Body: newPut(payload, opts.Attachment, opts.Encoding, opts.Timestamp)})
 }
 
 // ReplyDel answers with a delete on key.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/internal/picotest"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -56,12 +57,12 @@ func TestClientReconnect(t *testing.T) {
 // its subscriber again (scope + suffix form) and receives data.
 func TestInteropPicoReconnect(t *testing.T) {
 	skipShort(t)
-	builds := picoBuilds(t)
-	dir := builds[0].dir
+	builds := picotest.Builds(t)
+	dir := builds[0].Dir
 	ep := interop.FreeEndpoint(t)
 	stop := startGoRouterAt(t, ep)
 	sub := startPico(t, dir, "z_sub", ep, "-k", "demo/example/**")
-	sub.waitLine("Press CTRL-C", 10*time.Second)
+	sub.WaitLine("Press CTRL-C", 10*time.Second)
 	stop()
 	startGoRouterAt(t, ep)
 	s := openClient(t, ep)
@@ -69,5 +70,5 @@ func TestInteropPicoReconnect(t *testing.T) {
 	require.NoError(t, err)
 	eventually(t, "pico subscriber after its reconnect", 20*time.Second, p.HasMatchingSubscribers)
 	require.NoError(t, p.Put([]byte("hello again"), nil))
-	sub.waitLine("('demo/example/again': 'hello again')", 10*time.Second)
+	sub.WaitLine("('demo/example/again': 'hello again')", 10*time.Second)
 }

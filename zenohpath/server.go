@@ -78,7 +78,13 @@ func (r *Router) transportConfig(w wire.WhatAmI) transport.Config {
 // "udp/127.0.0.1:7447"; port 0 picks one, see the Listener's Endpoint) and
 // routes for them. The listener closes with the router.
 func (r *Router) Listen(ctx context.Context, endpoint string) (*transport.Listener, error) {
-	ln, err := transport.Listen(ctx, endpoint, r.transportConfig(r.whatami), r.accept)
+	return r.listen(ctx, endpoint, r.accept)
+}
+
+// listen accepts sessions on endpoint with accept and registers the listener
+// with the router (closed with it; ErrClosed if the router already is).
+func (r *Router) listen(ctx context.Context, endpoint string, accept func(*transport.Session) transport.Handler) (*transport.Listener, error) {
+	ln, err := transport.Listen(ctx, endpoint, r.transportConfig(r.whatami), accept)
 	if err != nil {
 		return nil, fmt.Errorf("zenohpath: listen %s: %w", endpoint, err)
 	}

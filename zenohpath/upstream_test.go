@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/internal/picotest"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -81,22 +82,22 @@ func TestInteropUpstream(t *testing.T) {
 func TestInteropPicoUpstream(t *testing.T) {
 	skipShort(t)
 	interop.FindPython(t)
-	dir := picoBuilds(t)[0].dir
+	dir := picotest.Builds(t)[0].Dir
 	rust := interop.StartPythonRouter(t)
 	goEP := startGoRouterUpstream(t, rust)
 
 	sub := interop.StartReady(t, "sub", "fleet/**", "--connect", rust, "--count", "2", "--timeout", interop.Seconds(20*time.Second))
 	pub := startPico(t, dir, "z_pub", goEP, "-k", "fleet/pico/telemetry", "-n", "2", "-a")
-	pub.waitLine("Publisher has matching subscribers.", 10*time.Second)
+	pub.WaitLine("Publisher has matching subscribers.", 10*time.Second)
 	var s interop.SubSummary
 	require.NoError(t, sub.WaitEvent("done", 20*time.Second).Decode(&s))
 	require.True(t, s.Complete, "%+v", s)
-	require.Zero(t, pub.wait(10*time.Second))
+	require.Zero(t, pub.Wait(10*time.Second))
 
 	psub := startPico(t, dir, "z_sub", goEP, "-k", "fleet/cmd/**", "-n", "1")
-	psub.waitLine("Press CTRL-C", 10*time.Second)
+	psub.WaitLine("Press CTRL-C", 10*time.Second)
 	rpub := interop.Start(t, "pub", "fleet/cmd/go", "--connect", rust, "--count", "1", "--size", "16", "--wait-matching")
 	rpub.WaitEvent("sent", 15*time.Second)
-	psub.waitLine("'fleet/cmd/go'", 10*time.Second)
-	require.Zero(t, psub.wait(10*time.Second))
+	psub.WaitLine("'fleet/cmd/go'", 10*time.Second)
+	require.Zero(t, psub.Wait(10*time.Second))
 }

@@ -1,34 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/internal/interop"
 	"github.com/picobridge/picobridge/zenohpath"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestParseZID(t *testing.T) {
 	z, err := parseZID("1234abcd")
@@ -47,7 +29,7 @@ func TestParseZID(t *testing.T) {
 func TestRouterCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs interop.SyncBuffer
 	readyCh := make(chan []string, 1)
 	done := make(chan error, 1)
 	go func() {
@@ -98,6 +80,6 @@ func TestRouterCommandFlags(t *testing.T) {
 	require.Equal(t, []string{"tcp/127.0.0.1:7447", "udp/127.0.0.1:7447"}, l)
 	e, _ := cmd.Flags().GetStringArray("connect")
 	require.Equal(t, []string{"tcp/10.0.0.1:7447"}, e)
-	err := runRouter(context.Background(), routerOptions{logLevel: "loud"}, &syncBuffer{}, nil)
+	err := runRouter(context.Background(), routerOptions{logLevel: "loud"}, &interop.SyncBuffer{}, nil)
 	require.ErrorContains(t, err, "--log-level")
 }

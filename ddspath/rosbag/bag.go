@@ -220,24 +220,16 @@ func (b *Bag) openFile(path string) error {
 }
 
 func tableNames(ctx context.Context, db *sql.DB) (map[string]bool, error) {
-	rows, err := db.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table'")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out[n] = true
-	}
-	return out, rows.Err()
+	return nameSet(ctx, db, "SELECT name FROM sqlite_master WHERE type = 'table'")
 }
 
 func columnNames(ctx context.Context, db *sql.DB, table string) (map[string]bool, error) {
-	rows, err := db.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", table)
+	return nameSet(ctx, db, "SELECT name FROM pragma_table_info(?)", table)
+}
+
+// nameSet runs a query that returns one text column and collects the values.
+func nameSet(ctx context.Context, db *sql.DB, query string, args ...any) (map[string]bool, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

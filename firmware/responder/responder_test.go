@@ -239,7 +239,7 @@ func TestResponderThroughGoRouter(t *testing.T) {
 
 	const name = "pico-probe_1.test"
 	dev := start(t, bin, "-e", ep, "-m", "client", "-n", name)
-	dev.waitLine("picobridge probe responder ready: name="+name+" ping="+bridge.PingKey(name)+" pong="+bridge.PongKey(name), 10*time.Second)
+	dev.WaitLine("picobridge probe responder ready: name="+name+" ping="+bridge.PingKey(name)+" pong="+bridge.PongKey(name), 10*time.Second)
 
 	ctx := context.Background()
 	total, warm := 0, 0
@@ -271,8 +271,8 @@ func TestResponderThroughGoRouter(t *testing.T) {
 
 	// The responder's counters: every valid ping answered, the three
 	// invalid payloads of each client ignored, no error.
-	require.Equal(t, 0, dev.stop())
-	line := dev.waitLine("picobridge probe responder stats:", 5*time.Second)
+	require.Equal(t, 0, dev.Stop())
+	line := dev.WaitLine("picobridge probe responder stats:", 5*time.Second)
 	m := statsRE.FindStringSubmatch(line)
 	require.NotNil(t, m, line)
 	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
@@ -305,7 +305,7 @@ func TestResponderCount(t *testing.T) {
 
 	const name, count = "counted", 20
 	dev := start(t, bin, "-m", "client", "-e", ln.Endpoint(), "-n", name, "-c", strconv.Itoa(count))
-	dev.waitLine("ready", 10*time.Second)
+	dev.WaitLine("ready", 10*time.Second)
 	sess, err := zenohpath.Open(context.Background(), zenohpath.Config{Router: r})
 	require.NoError(t, err)
 	defer sess.Close()
@@ -318,11 +318,11 @@ func TestResponderCount(t *testing.T) {
 		c.check(sent, got)
 	}
 	select {
-	case <-dev.exited:
+	case <-dev.Done():
 	case <-time.After(interop.Scale(5 * time.Second)):
 		t.Fatalf("the responder did not exit after %d pings", count)
 	}
-	require.Equal(t, 0, dev.cmd.ProcessState.ExitCode())
-	line := dev.waitLine("stats:", time.Second)
+	require.Equal(t, 0, dev.Cmd.ProcessState.ExitCode())
+	line := dev.WaitLine("stats:", time.Second)
 	require.Contains(t, line, fmt.Sprintf("pings=%d pongs=%d ignored=0 errors=0 last_seq=%d", count, count, count-1))
 }

@@ -2,7 +2,6 @@ package interop
 
 import (
 	"bufio"
-	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -92,7 +91,7 @@ type Proc struct {
 	stdinMu sync.Mutex
 	stdin   io.WriteCloser // nil once closed
 
-	stderr lockedBuffer
+	stderr SyncBuffer
 
 	mu      sync.Mutex
 	lines   []string // every stdout line
@@ -412,22 +411,4 @@ func (p *Proc) Output() string {
 	}
 	return fmt.Sprintf("--- zpeer %s (%s) [%s]\n--- stdout:\n%s\n--- stderr:\n%s\n--- end %s",
 		p.name, strings.Join(p.args, " "), p.exitStatus(), stdout, stderr, p.name)
-}
-
-// lockedBuffer is a bytes.Buffer written by exec's copying goroutine and read by tests.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(d []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(d)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,6 +31,8 @@ import (
 	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/eval/linkemu"
+	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/internal/picotest"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -49,14 +50,6 @@ func buildPicobridge(t *testing.T, dir string) string {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return bin
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // gateway is the picobridge process.
@@ -228,7 +221,7 @@ func TestE2ECriticalAndImpairedDevices(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildPicobridge(t, dir)
 	domain := 1 + rand.IntN(19) // 1..19 (docs/dds.md: other packages' tests use 20..219)
-	zport, hport := freePort(t), freePort(t)
+	zport, hport := interop.FreePort(t), interop.FreePort(t)
 	cfg := fmt.Sprintf(`
 dds:
   domain: %d
@@ -448,7 +441,7 @@ func TestE2EBagReplayToPythonClient(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildPicobridge(t, dir)
 	domain := 1 + rand.IntN(19)
-	zport, hport := freePort(t), freePort(t)
+	zport, hport := interop.FreePort(t), interop.FreePort(t)
 	gw := startGateway(t, bin, "", zport, hport, "--domain", fmt.Sprint(domain))
 
 	py := exec.Command("python3", "-c", pySub, gw.zenoh, "scan")
@@ -498,42 +491,16 @@ func TestE2EBagReplayToPico(t *testing.T) {
 	if _, err := os.Stat(mumbleBag); err != nil {
 		t.Skip("bag not present: " + mumbleBag)
 	}
-	stdbuf, err := exec.LookPath("stdbuf")
-	if err != nil {
+	if _, err := exec.LookPath("stdbuf"); err != nil {
 		t.Skip("stdbuf (coreutils) not found: z_sub's output would stay buffered")
 	}
 	dir := t.TempDir()
 	bin := buildPicobridge(t, dir)
 	domain := 1 + rand.IntN(19)
-	gw := startGateway(t, bin, "", freePort(t), freePort(t), "--domain", fmt.Sprint(domain))
+	gw := startGateway(t, bin, "", interop.FreePort(t), interop.FreePort(t), "--domain", fmt.Sprint(domain))
 
-	sub := exec.Command(stdbuf, "-oL", zsub, "-k", "scan", "-e", gw.zenoh, "-m", "client")
-	stdout, err := sub.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, sub.Start())
-	t.Cleanup(func() { _ = sub.Process.Kill(); _ = sub.Wait() })
-	var mu sync.Mutex
-	received := 0
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		once := sync.Once{}
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "Press CTRL-C") {
-				once.Do(func() { close(ready) })
-			}
-			if strings.Contains(sc.Text(), "Received ('scan'") {
-				mu.Lock()
-				received++
-				mu.Unlock()
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(15 * time.Second):
-		t.Fatal("z_sub did not start")
-	}
+	sub := picotest.StartExample(t, ex, "z_sub", "-k", "scan", "-e", gw.zenoh, "-m", "client")
+	sub.WaitLine("Press CTRL-C", 15*time.Second)
 	time.Sleep(200 * time.Millisecond) // its declaration reaches the router
 	out, err := exec.Command(bin, "bag", "replay", "--domain", fmt.Sprint(domain), "--topics", "/scan", "--duration", "4s", mumbleBag).CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -544,14 +511,9 @@ func TestE2EBagReplayToPico(t *testing.T) {
 		}
 	}
 	require.Positive(t, sent, "%s", out)
-	waitFor(t, 10*time.Second, "z_sub to print every sample", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return received >= sent
-	})
+	received := func() int { return strings.Count(sub.Output(), "Received ('scan'") }
+	waitFor(t, 10*time.Second, "z_sub to print every sample", func() bool { return received() >= sent })
 	time.Sleep(500 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, sent, received)
-	t.Logf("zenoh-pico z_sub received %d of %d replayed /scan samples", received, sent)
+	require.Equal(t, sent, received())
+	t.Logf("zenoh-pico z_sub received %d of %d replayed /scan samples", received(), sent)
 }

@@ -167,17 +167,6 @@ func (p *rawPeer) recvMsg(timeout time.Duration) wire.TransportMessage {
 	return m
 }
 
-type syncWriter struct {
-	mu sync.Mutex
-	b  interface{ Write([]byte) (int, error) }
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
 // sessionPair builds two connected sessions over loopback TCP without a
 // handshake, with chosen parameters (batch size, patch, initial SNs).
 type pairOpts struct {

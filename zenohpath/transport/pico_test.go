@@ -1,12 +1,10 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,19 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/internal/picotest"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
-
-// picoExamples returns the zenoh-pico examples folder from
-// ZENOH_PICO_EXAMPLES, or skips the test.
-func picoExamples(t *testing.T) string {
-	t.Helper()
-	d := os.Getenv("ZENOH_PICO_EXAMPLES")
-	if d == "" {
-		t.Skip("SKIP: set ZENOH_PICO_EXAMPLES=<zenoh-pico build>/examples (e.g. /work/pico-build-65535/examples) to run against real zenoh-pico")
-	}
-	return d
-}
 
 var picoBatchCache sync.Map // dir → int
 
@@ -48,60 +36,14 @@ func picoBatch(t *testing.T, dir string) int {
 	return b
 }
 
-type picoProc struct {
-	cmd  *exec.Cmd
-	out  *bytes.Buffer
-	done chan struct{} // closed when the process has exited
-}
-
-// exited waits up to d for the process to exit.
-func (p *picoProc) exited(d time.Duration) bool {
-	select {
-	case <-p.done:
-		return true
-	case <-time.After(d):
-		return false
-	}
-}
-
-// startPico runs one example; stdout+stderr are logged if the test fails.
-func startPico(t *testing.T, dir, name string, args ...string) *picoProc {
+// startPico runs one example (skipping the test when it is not built);
+// stdout+stderr are logged if the test fails.
+func startPico(t *testing.T, dir, name string, args ...string) *picotest.Proc {
 	t.Helper()
-	bin := filepath.Join(dir, name)
-	if _, err := os.Stat(bin); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 		t.Skipf("SKIP: %s not found in ZENOH_PICO_EXAMPLES: %v", name, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, args...)
-	if sb, err := exec.LookPath("stdbuf"); err == nil {
-		cmd = exec.CommandContext(ctx, sb, append([]string{"-oL", bin}, args...)...)
-	}
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 3 * time.Second
-	out := &bytes.Buffer{}
-	sw := &syncWriter{b: out}
-	cmd.Stdout, cmd.Stderr = sw, sw
-	require.NoError(t, cmd.Start())
-	p := &picoProc{cmd: cmd, out: out, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-p.done
-		if t.Failed() {
-			t.Logf("%s output:\n%s", name, p.output())
-		}
-	})
-	return p
-}
-
-func (p *picoProc) output() string {
-	w := p.cmd.Stdout.(*syncWriter)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return p.out.String()
+	return picotest.StartExample(t, dir, name, args...)
 }
 
 func acceptOne(t *testing.T, acc chan *Session) *Session {
@@ -152,8 +94,8 @@ func picoPut(t *testing.T, dir string, ln *Listener, acc chan *Session, rec *rec
 				require.Contains(t, []CloseReason{ReasonEOF, ReasonRemoteClose}, ce.Reason)
 				return s, m
 			case err := <-rec.closed:
-				p.exited(5 * time.Second)
-				if attempt < 3 && strings.Contains(p.output(), "Put has failed") {
+				p.Exited(5 * time.Second)
+				if attempt < 3 && strings.Contains(p.Output(), "Put has failed") {
 					t.Logf("attempt %d: pico dropped its put (%v), retrying", attempt, err)
 					goto next
 				}
@@ -167,7 +109,7 @@ func picoPut(t *testing.T, dir string, ln *Listener, acc chan *Session, rec *rec
 }
 
 func TestPicoPut(t *testing.T) {
-	dir := picoExamples(t)
+	dir := picotest.Examples(t)
 	ln, acc, rec := startListener(t, testConfig())
 	s, m := picoPut(t, dir, ln, acc, rec, "-k", "demo/x", "-v", "hello")
 	require.Equal(t, wire.WhatAmIClient, s.PeerWhatAmI())
@@ -179,7 +121,7 @@ func TestPicoPut(t *testing.T) {
 // batch 2048, 100 kB at 65535) as
 // FRAGMENTs (R=0 with reliable SNs, First marker); we reassemble it.
 func TestPicoFragmentedPut(t *testing.T) {
-	dir := picoExamples(t)
+	dir := picotest.Examples(t)
 	batch := picoBatch(t, dir)
 	size := 6000 // batch 2048 build
 	if batch > 2048 {
@@ -198,7 +140,7 @@ func TestPicoFragmentedPut(t *testing.T) {
 // subscriber (3 kB at batch 2048); it must reassemble them (First marker,
 // 2 + content ≤ batch size).
 func TestPicoReceivesFragments(t *testing.T) {
-	dir := picoExamples(t)
+	dir := picotest.Examples(t)
 	batch := picoBatch(t, dir)
 	// 1.5 batches, within the build's Z_FRAG_MAX_SIZE (4096 / 300000).
 	reps := (batch + batch/2) / 16
@@ -212,7 +154,7 @@ func TestPicoReceivesFragments(t *testing.T) {
 	}
 	ce := rec.waitClose(t, 15*time.Second)
 	require.Equal(t, ReasonEOF, ce.Reason, "pico exits after 2 samples")
-	out := p.output()
+	out := p.Output()
 	require.Contains(t, out, "Received ('demo/frag/go': 'frag sample 1 0123456789abcdef")
 	require.Contains(t, out, "Received ('demo/frag/go': 'frag sample 2 0123456789abcdef")
 	require.GreaterOrEqual(t, s.Stats().TxBatches, uint64(4), "2 fragments per sample")
@@ -221,7 +163,7 @@ func TestPicoReceivesFragments(t *testing.T) {
 // TestPicoKeepAliveShortLease: with a 2 s lease announced to pico, both
 // sides keep the session alive for 3 lease periods.
 func TestPicoKeepAliveShortLease(t *testing.T) {
-	dir := picoExamples(t)
+	dir := picotest.Examples(t)
 	cfg := testConfig()
 	cfg.Lease = 2 * time.Second
 	ln, acc, rec := startListener(t, cfg)
@@ -244,14 +186,14 @@ func TestPicoLeaseExpiry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIP: takes 10 s (-short)")
 	}
-	dir := picoExamples(t)
+	dir := picotest.Examples(t)
 	ln, acc, rec := startListener(t, testConfig())
 	p := startPico(t, dir, "z_sub", "-m", "client", "-e", ln.Endpoint(), "-k", "demo/exp/**")
 	s := acceptOne(t, acc)
 	require.Equal(t, 10*time.Second, s.PeerLease())
 	waitDeclSub(t, s, rec)
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGSTOP))
-	t.Cleanup(func() { _ = p.cmd.Process.Signal(syscall.SIGCONT) })
+	require.NoError(t, p.Cmd.Process.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = p.Cmd.Process.Signal(syscall.SIGCONT) })
 	start := time.Now()
 	ce := rec.waitClose(t, 15*time.Second)
 	require.Equal(t, ReasonExpired, ce.Reason)
@@ -262,7 +204,7 @@ func TestPicoLeaseExpiry(t *testing.T) {
 // TestPicoPutUDP: z_put over udp/ to our UDP listener (datagram batches,
 // demultiplexed by source address).
 func TestPicoPutUDP(t *testing.T) {
-	dir := picoExamples(t)
+	dir := picotest.Examples(t)
 	rec := newRecorder()
 	acc := make(chan *Session, 4)
 	ln, err := Listen(context.Background(), "udp/127.0.0.1:0", testConfig(), func(s *Session) Handler {
@@ -276,7 +218,7 @@ func TestPicoPutUDP(t *testing.T) {
 		s := acceptOne(t, acc)
 		t.Logf("pico over UDP: batch %d", s.BatchSize())
 		deadline := time.After(10 * time.Second)
-		done := p.done
+		done := p.Done()
 	wait:
 		for {
 			select {
@@ -288,7 +230,7 @@ func TestPicoPutUDP(t *testing.T) {
 			case <-done:
 				// No EOF on UDP: pico exiting without our PUSH means it dropped the put.
 				done = nil
-				if strings.Contains(p.output(), "Put has failed") {
+				if strings.Contains(p.Output(), "Put has failed") {
 					t.Logf("attempt %d: pico dropped its put, retrying", attempt)
 					break wait
 				}
@@ -303,7 +245,7 @@ func TestPicoPutUDP(t *testing.T) {
 // TestPicoPeerDial: our Dial (opening role, peer) to a zenoh-pico peer
 // listening on TCP; we publish to its subscriber.
 func TestPicoPeerDial(t *testing.T) {
-	dir := picoExamples(t)
+	dir := picotest.Examples(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ep := "tcp/" + l.Addr().String()
@@ -318,7 +260,7 @@ func TestPicoPeerDial(t *testing.T) {
 		s, err = Dial(context.Background(), ep, cfg, rec)
 		if err != nil {
 			if time.Now().After(deadline) {
-				t.Fatalf("dial pico peer: %v\n%s", err, p.output())
+				t.Fatalf("dial pico peer: %v\n%s", err, p.Output())
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -326,13 +268,13 @@ func TestPicoPeerDial(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close(ReasonShutdown); <-s.Done() })
 	t.Logf("pico peer: whatami %s batch %d lease %v patch %d", s.PeerWhatAmI(), s.BatchSize(), s.PeerLease(), s.Patch())
 	require.Equal(t, wire.WhatAmIPeer, s.PeerWhatAmI())
-	for !p.exited(200 * time.Millisecond) {
+	for !p.Exited(200 * time.Millisecond) {
 		if err := s.Send(push("demo/peer/x", []byte("from go peer")), SendOptions{Reliable: true}); err != nil {
 			require.ErrorIs(t, err, ErrClosed) // pico exits after its sample
-			p.exited(5 * time.Second)
+			p.Exited(5 * time.Second)
 			break
 		}
-		require.False(t, time.Now().After(deadline.Add(5*time.Second)), "pico got nothing:\n%s", p.output())
+		require.False(t, time.Now().After(deadline.Add(5*time.Second)), "pico got nothing:\n%s", p.Output())
 	}
-	require.Contains(t, p.output(), "Received ('demo/peer/x': 'from go peer')")
+	require.Contains(t, p.Output(), "Received ('demo/peer/x': 'from go peer')")
 }
