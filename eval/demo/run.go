@@ -233,7 +233,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// The classifier settles: zephyr1 CRITICAL from its own readings, esp1
 	// demoted. Data flows only then, as on a robot whose devices were
 	// classified before the mission starts.
-	fmt.Fprintf(out, "picodemo: waiting for the classifier: %s CRITICAL from its readings, %s demoted\n", CriticalDevice, ImpairedDevice)
+	if cfg.PinCritical {
+		fmt.Fprintf(out, "picodemo: waiting for the classifier: %s demoted\n", ImpairedDevice)
+	} else {
+		fmt.Fprintf(out, "picodemo: waiting for the classifier: %s CRITICAL from its readings, %s demoted\n", CriticalDevice, ImpairedDevice)
+	}
 	if err := waitUntil(ctx, 20*time.Second, func() bool {
 		dz := gw.Devicez(bridge.DevicezOptions{Transitions: true})
 		col.observeClasses(dz, time.Now())
