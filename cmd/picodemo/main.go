@@ -35,6 +35,7 @@ func run() int {
 	flag.StringVar(&cfg.BagDir, "bag", "", "bag directory (default: shared/data/mumble_rplidar_imu/hallway_room_loop via $PICOBRIDGE_SHARED or walking up)")
 	flag.StringVar(&cfg.Metrics, "metrics", "127.0.0.1:0", "gateway HTTP address (/devicez, /metrics); \"\" = off")
 	flag.DurationVar(&cfg.Drain, "drain", 3*time.Second, "wait after the replay for the lanes to drain")
+	flag.BoolVar(&cfg.PinCritical, "pin-critical", false, "pin zephyr1's class to CRITICAL (devices.list class: critical) instead of letting the classifier decide")
 	flag.BoolVar(&plain, "plain", false, "plain status lines even on a terminal")
 	flag.BoolVar(&tty, "tty", false, "refreshing table even when stdout is not a terminal")
 	flag.Parse()
@@ -50,7 +51,7 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := demo.Run(ctx, cfg)
+	_, err := demo.Run(ctx, cfg)
 	switch {
 	case err == nil:
 		return 0
@@ -58,7 +59,6 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "picodemo: %v\n", err)
 		return 1
 	default:
-		_ = res
 		fmt.Fprintf(os.Stderr, "picodemo: %v\n", err)
 		return 3
 	}
