@@ -1,0 +1,188 @@
+// Package report draws the evaluation's PNG plots with gonum.org/v1/plot: latency CDFs,
+// grouped bars and step series. It knows nothing about experiments: callers pass series.
+package report
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Series is one line of a plot.
+type Series struct {
+	Name string
+	X, Y []float64
+}
+
+// Size of every PNG.
+const (
+	width  = 18 * vg.Centimeter
+	height = 11 * vg.Centimeter
+)
+
+// maxPoints caps the points drawn per series (a CDF of 5000 samples is thinned evenly).
+const maxPoints = 1500
+
+func thin(x, y []float64) plotter.XYs {
+	n := len(x)
+	step := 1
+	if n > maxPoints {
+		step = (n + maxPoints - 1) / maxPoints
+	}
+	var xy plotter.XYs
+	for i := 0; i < n; i += step {
+		xy = append(xy, plotter.XY{X: x[i], Y: y[i]})
+	}
+	if n > 0 && (n-1)%step != 0 {
+		xy = append(xy, plotter.XY{X: x[n-1], Y: y[n-1]})
+	}
+	return xy
+}
+
+// Lines draws series as lines; logX uses a log10 x axis (values ≤ 0 are clamped to the
+// smallest positive value).
+func Lines(path, title, xlabel, ylabel string, logX bool, series []Series) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = false
+	p.Legend.Left = false
+	if logX {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	}
+	drawn := 0
+	for i, s := range series {
+		if len(s.X) == 0 {
+			continue
+		}
+		x := s.X
+		if logX {
+			x = make([]float64, len(s.X))
+			for j, v := range s.X {
+				x[j] = math.Max(v, 0.01)
+			}
+		}
+		l, err := plotter.NewLine(thin(x, s.Y))
+		if err != nil {
+			return fmt.Errorf("report: %s: %w", s.Name, err)
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(1.5)
+		l.Dashes = plotutil.Dashes(i % 3)
+		p.Add(l)
+		p.Legend.Add(s.Name, l)
+		drawn++
+	}
+	p.Add(plotter.NewGrid())
+	if logX {
+		// A log axis needs a positive, non-empty range (gonum pads a zero-width range
+		// down to 0).
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, s := range series {
+			for _, v := range s.X {
+				lo, hi = math.Min(lo, math.Max(v, 0.01)), math.Max(hi, math.Max(v, 0.01))
+			}
+		}
+		if drawn == 0 || math.IsInf(lo, 0) {
+			lo, hi = 0.1, 10
+		}
+		if hi < lo*1.5 {
+			lo, hi = lo/2, hi*2
+		}
+		p.X.Min, p.X.Max = lo, hi
+	}
+	return p.Save(width, height, path)
+}
+
+// Bars draws grouped bars: one group per category (x axis), one bar per group name; values
+// [group][category]; NaN bars are left out. logY uses a log10 y axis.
+func Bars(path, title, ylabel string, categories, groups []string, values [][]float64, logY bool) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = ylabel
+	p.Legend.Top = true
+	p.Legend.Left = true
+	// A log y axis is drawn by hand: bars start at 0, which a log scale cannot map, so
+	// values are plotted as log10(v/logBase) with ticks labelled in the original unit.
+	const logBase = 0.01
+	if logY {
+		var ticks []plot.Tick
+		for k := 0; k <= 8; k++ {
+			ticks = append(ticks, plot.Tick{Value: float64(k), Label: fmt.Sprintf("%g", logBase*math.Pow(10, float64(k)))})
+		}
+		p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	}
+	w := vg.Points(float64(60) / float64(max(1, len(groups))))
+	for i, g := range groups {
+		vs := make(plotter.Values, len(categories))
+		for j := range categories {
+			v := values[i][j]
+			if math.IsNaN(v) {
+				v = 0
+			}
+			if logY {
+				v = math.Log10(math.Max(v, logBase) / logBase)
+			}
+			vs[j] = v
+		}
+		b, err := plotter.NewBarChart(vs, w)
+		if err != nil {
+			return fmt.Errorf("report: %s: %w", g, err)
+		}
+		b.Color = plotutil.Color(i)
+		b.LineStyle.Width = vg.Length(0)
+		b.Offset = w * vg.Length(float64(i)-float64(len(groups)-1)/2)
+		p.Add(b)
+		p.Legend.Add(g, b)
+	}
+	p.NominalX(categories...)
+	p.Add(plotter.NewGrid())
+	return p.Save(width, height, path)
+}
+
+// Steps draws step series (already expanded into corners) with named y levels, and
+// vertical shaded spans (e.g. the impaired periods of a toggle run).
+func Steps(path, title, xlabel string, levels []string, series []Series, spans [][2]float64) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel
+	var ticks []plot.Tick
+	for i, l := range levels {
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: l})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Min, p.Y.Max = -0.5, float64(len(levels))-0.5
+	for _, sp := range spans {
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: sp[0], Y: -0.5}, {X: sp[1], Y: -0.5}, {X: sp[1], Y: float64(len(levels)) - 0.5}, {X: sp[0], Y: float64(len(levels)) - 0.5}})
+		if err != nil {
+			return err
+		}
+		poly.Color = color.RGBA{R: 255, G: 200, B: 200, A: 255}
+		poly.LineStyle.Width = 0
+		p.Add(poly)
+	}
+	for i, s := range series {
+		l, err := plotter.NewLine(thin(s.X, s.Y))
+		if err != nil {
+			return err
+		}
+		l.Color = plotutil.Color(i)
+		l.Width = vg.Points(2)
+		p.Add(l)
+		p.Legend.Add(s.Name, l)
+	}
+	if len(spans) > 0 {
+		sw, _ := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}})
+		sw.Color = color.RGBA{R: 255, G: 200, B: 200, A: 255}
+		p.Legend.Add("impaired", sw)
+	}
+	p.Legend.Top = true
+	return p.Save(width, height, path)
+}

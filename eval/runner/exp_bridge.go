@@ -1,0 +1,344 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/picobridge/picobridge/bridge/server"
+	"github.com/picobridge/picobridge/ddspath"
+	"github.com/picobridge/picobridge/ddspath/ros2"
+	"github.com/picobridge/picobridge/eval/linkemu"
+	"github.com/picobridge/picobridge/eval/measure"
+	"github.com/picobridge/picobridge/zenohpath"
+)
+
+// bridgeVariant selects what a picobridge run measures.
+type bridgeVariant int
+
+const (
+	bridgeFull         bridgeVariant = iota // exp3: classifier on
+	bridgeNoClassifier                      // exp4: lanes on, classifier off
+	bridgeHop                               // exp6: DDS reader directly vs through picobridge
+)
+
+// Direct is the consumer name of exp6's DDS reader that reads the publisher directly.
+const Direct = "direct"
+
+// picobridgeBinary finds or builds `picobridge` (with DDS): $PICOBRIDGE_BIN, else a build
+// of ./cmd/picobridge from the source tree this package was compiled from.
+func picobridgeBinary() (string, error) {
+	if p := os.Getenv("PICOBRIDGE_BIN"); p != "" {
+		return p, nil
+	}
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("picobridge binary: set PICOBRIDGE_BIN")
+	}
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "cmd", "picobridge")); err != nil {
+		return "", fmt.Errorf("picobridge binary: set PICOBRIDGE_BIN (no source tree at %s)", root)
+	}
+	dir := filepath.Join(os.TempDir(), "picoeval-bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "picobridge")
+	cmd := exec.Command("go", "build", "-tags", "cyclonedds", "-o", bin, "./cmd/picobridge")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build picobridge: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+var (
+	pbOnce sync.Once
+	pbBin  string
+	pbErr  error
+)
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// devicezDoc mirrors the parts of /devicez?transitions=1 the runner reads.
+type devicezDoc struct {
+	Devices []struct {
+		Name       string `json:"name"`
+		Classifier struct {
+			Class   string `json:"class"`
+			History []struct {
+				At     time.Time `json:"at"`
+				From   string    `json:"from"`
+				To     string    `json:"to"`
+				Reason string    `json:"reason"`
+			} `json:"transitions"`
+		} `json:"classifier"`
+		BatchedRateHz float64 `json:"batched_rate_hz"`
+		Lanes         map[string]struct {
+			Forwarded uint64            `json:"forwarded"`
+			Dropped   map[string]uint64 `json:"dropped"`
+		} `json:"lanes"`
+	} `json:"devices"`
+}
+
+func getDevicez(addr string) (devicezDoc, error) {
+	var dz devicezDoc
+	resp, err := http.Get("http://" + addr + "/devicez?transitions=1")
+	if err != nil {
+		return dz, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return dz, err
+	}
+	return dz, json.Unmarshal(b, &dz)
+}
+
+// device names in the gateway's devices.list → consumer names in the CSV.
+var deviceConsumer = map[string]string{"crit": Critical, "slow": Impaired}
+
+// openZenohDevice opens a Go Zenoh client with a probe responder and a subscriber on key
+// that reports each LaserScan's header stamp and its receive time to rec.
+func openZenohDevice(ctx context.Context, name, endpoint, key string, rec *Recorder, consumer string) (*zenohpath.Session, error) {
+	s, err := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{endpoint}})
+	if err != nil {
+		return nil, fmt.Errorf("device %s: %w", name, err)
+	}
+	_, err = s.DeclareSubscriber(key, func(smp zenohpath.Sample) {
+		now := time.Now()
+		if st, err := ros2.HeaderStamp(smp.Payload()); err == nil {
+			rec.Received(consumer, st.UnixNano(), now.UnixNano())
+		}
+	})
+	if err == nil {
+		_, err = server.DeclareProbeResponder(s, name)
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// runBridge is experiments 3, 4 and 6: Cyclone publisher (as exp1) → `picobridge run` (its
+// own process; route /scan critical) → a critical device (Go zenohpath client + probe
+// responder, direct) and an impaired device (same, through linkemu.TCPProxy with the level's
+// profile). The toggle level switches the proxy between moderate and clean every quarter of
+// the run. exp6 adds a DDS reader (own process) reading the publisher directly.
+func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, res *Result) error {
+	pbOnce.Do(func() { pbBin, pbErr = picobridgeBinary() })
+	if pbErr != nil {
+		return pbErr
+	}
+	rec := NewRecorder(res.Run)
+	dom := domainID()
+	zport, err := freePort()
+	if err != nil {
+		return err
+	}
+	hport, err := freePort()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "picoeval-pb-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	classifier := "true"
+	if v == bridgeNoClassifier {
+		classifier = "false"
+	}
+	yaml := fmt.Sprintf("dds:\n  domain: %d\nroutes:\n  critical: [\"/scan\"]\ndevices:\n  list:\n    - {name: crit, platform: generic}\n    - {name: slow, platform: generic}\nclassifier:\n  enabled: %s\n", dom, classifier)
+	cfgFile := filepath.Join(dir, "picobridge.yaml")
+	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
+		return err
+	}
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", hport)
+	zep := fmt.Sprintf("tcp/127.0.0.1:%d", zport)
+	gwCmd := exec.Command(pbBin, "run", "-c", cfgFile, "-l", zep, "--metrics", httpAddr)
+	gwCmd.Env = append(os.Environ(), "ROS_DOMAIN_ID=")
+	gw, err := startProc("picobridge", gwCmd, nil, "")
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	if err := waitFor("picobridge /healthz", 30*time.Second, func() bool {
+		r, err := http.Get("http://" + httpAddr + "/healthz")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == http.StatusOK
+	}); err != nil {
+		return fmt.Errorf("%w: %s", err, gw.stderr.String())
+	}
+
+	startLevel := level
+	if level == "toggle" {
+		startLevel = "clean"
+	}
+	prof, err := linkemu.LookupProfile(startLevel)
+	if err != nil {
+		return err
+	}
+	moderate, _ := linkemu.LookupProfile("moderate")
+	clean, _ := linkemu.LookupProfile("clean")
+	proxy, err := linkemu.NewTCPProxy("127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", zport), linkemu.Config{Profile: prof, Seed: cfg.Seed, Framing: linkemu.FramingZenoh})
+	if err != nil {
+		return err
+	}
+	defer proxy.Close()
+	res.ExpectedLoss = prof.ToDevice.ExpectedLoss()
+	if level == "toggle" {
+		res.ExpectedLoss = moderate.ToDevice.ExpectedLoss() / 2
+	}
+	res.Impairment = fmt.Sprintf("impaired device's TCP link through linkemu TCPProxy, profile %s", level)
+
+	const key = "scan" // plain key style: /scan → scan
+	crit, err := openZenohDevice(ctx, "crit", zep, key, rec, Critical)
+	if err != nil {
+		return err
+	}
+	defer crit.Close()
+	slow, err := openZenohDevice(ctx, "slow", "tcp/"+proxy.Addr(), key, rec, Impaired)
+	if err != nil {
+		return err
+	}
+	defer slow.Close()
+
+	var direct *child
+	if v == bridgeHop {
+		direct, err = startChild("direct reader", childSpec{Role: "reader", Domain: dom, Topic: "rt/scan", Type: scanType,
+			Consumer: Direct, Reliable: true, KeepAll: true}, rec, Direct)
+		if err != nil {
+			return err
+		}
+		defer direct.stop()
+		if _, err := direct.waitLine("ready", 30*time.Second); err != nil {
+			return err
+		}
+	}
+
+	p, err := ddspath.Open(ddspath.Config{DomainID: uint32(dom)})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	w, write, err := cycloneWriter(p, "rt/scan", scanType, ddspath.QoS{Reliability: ddspath.Reliable, History: ddspath.KeepAll, MaxBlocking: -1})
+	if err != nil {
+		return err
+	}
+	want := 1
+	if direct != nil {
+		want = 2
+	}
+	if err := waitFor("gateway reader matched", 30*time.Second, func() bool { return w.Matched() >= want }); err != nil {
+		return err
+	}
+	// Both devices attached (they appear in /devicez once their responder subscribed).
+	if err := waitFor("devices attached", 30*time.Second, func() bool {
+		dz, err := getDevicez(httpAddr)
+		if err != nil {
+			return false
+		}
+		n := 0
+		for _, d := range dz.Devices {
+			if _, ok := deviceConsumer[d.Name]; ok {
+				n++
+			}
+		}
+		return n == 2
+	}); err != nil {
+		return err
+	}
+	time.Sleep(time.Second) // the DDS→Zenoh route and the devices' subscriptions settle
+	res.Notes = append(res.Notes, "publisher: Cyclone RELIABLE KEEP_ALL, max_blocking_time ∞; gateway: `picobridge run` (route /scan critical, default classifier and lanes"+map[bool]string{true: ", classifier disabled", false: ""}[v == bridgeNoClassifier]+"); devices: Go zenohpath clients with probe responders")
+
+	d := cfg.runDuration(level)
+	before, _ := measure.ProcUsage(gw.pid())
+	stopToggle := make(chan struct{})
+	var toggleWG sync.WaitGroup
+	if level == "toggle" {
+		period := d / 4
+		toggleWG.Add(1)
+		go func() {
+			defer toggleWG.Done()
+			on := false
+			rec.Toggle(time.Now().UnixNano(), false)
+			t := time.NewTicker(period)
+			defer t.Stop()
+			for {
+				select {
+				case <-stopToggle:
+					return
+				case <-t.C:
+					on = !on
+					pr := clean
+					if on {
+						pr = moderate
+					}
+					proxy.SetProfile(pr)
+					rec.Toggle(time.Now().UnixNano(), on)
+				}
+			}
+		}()
+		res.Impairment = fmt.Sprintf("impaired device's TCP link through linkemu TCPProxy, clean and moderate alternating every %v", period)
+	}
+	s, e, err := replayScan(ctx, cfg, rec, d, write)
+	close(stopToggle)
+	toggleWG.Wait()
+	if err != nil {
+		return err
+	}
+	res.StartNs, res.EndNs = s, e
+	time.Sleep(time.Second)
+	if after, err := measure.ProcUsage(gw.pid()); err == nil {
+		u := after.Sub(before)
+		res.Gateway = &u
+	}
+	dz, err := getDevicez(httpAddr)
+	if err != nil {
+		return fmt.Errorf("devicez: %w", err)
+	}
+	for _, dev := range dz.Devices {
+		c, ok := deviceConsumer[dev.Name]
+		if !ok {
+			continue
+		}
+		for _, tr := range dev.Classifier.History {
+			rec.Transition(measure.Transition{AtNs: tr.At.UnixNano(), Device: c, From: strings.ToUpper(tr.From), To: strings.ToUpper(tr.To)})
+		}
+		var lanes []string
+		for name, l := range dev.Lanes {
+			lanes = append(lanes, fmt.Sprintf("%s fwd %d drops %v", name, l.Forwarded, l.Dropped))
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("device %s: class %s, batched %.0f Hz, %s", dev.Name, dev.Classifier.Class, dev.BatchedRateHz, strings.Join(lanes, ", ")))
+	}
+	st := proxy.Stats()
+	res.ProducedLoss = st.ProducedLoss()
+	res.Notes = append(res.Notes, fmt.Sprintf("linkemu: to device %d packets, %d lost, %d retransmits; produced loss %s %%",
+		st.ToDevice.Packets, st.ToDevice.Lost, st.ToDevice.Retransmits, strconv.FormatFloat(100*res.ProducedLoss, 'f', 2, 64)))
+	rec.fill(res)
+	return nil
+}

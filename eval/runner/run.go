@@ -1,0 +1,100 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+)
+
+// spec is one planned run.
+type spec struct {
+	run, exp, system, level string
+	missing                 string // not runnable: what is missing
+	fn                      func(ctx context.Context, cfg Config, res *Result) error
+}
+
+// plan lists the runs of the selected experiments, in order.
+func plan(cfg Config) []spec {
+	var out []spec
+	add := func(exp, system string, levels []string, missing string, fn func(ctx context.Context, cfg Config, level string, res *Result) error) {
+		if !cfg.wants(exp) {
+			return
+		}
+		for _, l := range levels {
+			if len(cfg.Levels) > 0 && !slices.Contains(cfg.Levels, l) {
+				continue
+			}
+			s := spec{run: exp + "-" + system + "-" + l, exp: exp, system: system, level: l, missing: missing}
+			if fn != nil {
+				s.fn = func(ctx context.Context, cfg Config, res *Result) error { return fn(ctx, cfg, l, res) }
+			}
+			out = append(out, s)
+		}
+	}
+	dds := func(v ddsVariant) func(ctx context.Context, cfg Config, level string, res *Result) error {
+		return func(ctx context.Context, cfg Config, level string, res *Result) error {
+			return runDDS(ctx, cfg, v, level, res)
+		}
+	}
+	add("exp1", "dds-fastdds", Levels, fastDDSMissing(), dds(variantFastDDS))
+	add("exp1", "dds-cyclone", Levels, ddsMissing(), dds(variantCyclone))
+	add("exp2", "zenoh-router", Levels, zenohMissing(), runZenohRouter)
+	pb := func(v bridgeVariant) func(ctx context.Context, cfg Config, level string, res *Result) error {
+		return func(ctx context.Context, cfg Config, level string, res *Result) error {
+			return runBridge(ctx, cfg, v, level, res)
+		}
+	}
+	add("exp3", "picobridge", append(Levels[:len(Levels):len(Levels)], "toggle"), ddsMissing(), pb(bridgeFull))
+	add("exp4", "picobridge-noclassifier", []string{"moderate"}, ddsMissing(), pb(bridgeNoClassifier))
+	add("exp5", "split", Levels, ddsMissing(), dds(variantSplit))
+	add("exp6", "hop", []string{"clean"}, ddsMissing(), pb(bridgeHop))
+	return out
+}
+
+// Run executes the selected experiments and writes CSVs, summary.md and the plots into
+// cfg.Out. A failed run is reported in the summary and does not stop the others.
+func Run(ctx context.Context, cfg Config) ([]*Result, error) {
+	cfg = cfg.withDefaults()
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, err
+	}
+	var results []*Result
+	for _, s := range plan(cfg) {
+		res := &Result{Run: s.run, Exp: s.exp, System: s.system, Level: s.level, Missing: s.missing}
+		if s.missing == "" && s.fn == nil {
+			res.Missing = "not implemented"
+		}
+		if res.Missing == "" {
+			if ctx.Err() != nil {
+				res.Missing = "interrupted"
+			} else {
+				cfg.Log("picoeval: %s (%v)…", s.run, cfg.runDuration(s.level))
+				t0 := time.Now()
+				res.Err = s.fn(ctx, cfg, res)
+				if res.Err == nil {
+					res.Err = WriteCSV(cfg.Out, res)
+				}
+				row := Summarize(res)
+				cfg.Log("picoeval: %s done in %v: %s", s.run, time.Since(t0).Round(time.Second), oneLine(row))
+			}
+		} else {
+			cfg.Log("picoeval: %s not run (%s)", s.run, res.Missing)
+		}
+		results = append(results, res)
+	}
+	if err := WriteReport(cfg, results); err != nil {
+		return results, err
+	}
+	return results, nil
+}
+
+func oneLine(r Row) string {
+	if r.Res.Err != nil {
+		return "error: " + r.Res.Err.Error()
+	}
+	return fmt.Sprintf("pub %.1f Hz (std %.1f, %d errors, %d blocked), critical p50 %s p95 %s p99 %s (%d/%d), impaired %d",
+		r.Pub.Rate, r.Pub.RateStd, r.Pub.Errors, r.Pub.Blocked, fmtMs(r.Crit.P50), fmtMs(r.Crit.P95), fmtMs(r.Crit.P99),
+		r.CritDelivery.Unique, r.CritDelivery.Published, r.ImpDelivery.Unique)
+}

@@ -1,0 +1,229 @@
+package runner
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/picobridge/picobridge/eval/measure"
+	"github.com/picobridge/picobridge/eval/report"
+)
+
+// paperTable is the reference table of evaluation.md (Adaptive Bridge paper, Fast DDS).
+const paperTable = `| condition | publisher rate | critical p50 | critical p95 |
+|---|---|---|---|
+| baseline, clean | 30.0 Hz | 0.65 ms | sub-ms |
+| baseline, impaired (mild/moderate/strong) | 19.2–21.4 Hz (−29…36 %), std 8.5–8.7 Hz | ≈ 1 ms | 11.7–15.0 s |
+| bridge, all levels | 30.0 Hz, std 0.0 | 1.07–1.10 ms | ≤ 1.57 ms (strong: 1.55 ms) |
+| bridge hop overhead, clean | — | +0.4 ms | — |
+| ablation (split, no classifier) | 30.0 Hz | 1.09 ms | 1.57 ms |
+`
+
+// WriteReport writes summary.md and the PNG plots of results into cfg.Out and returns the
+// names of the plots written.
+func WriteReport(cfg Config, results []*Result) error {
+	cfg = cfg.withDefaults()
+	rows := make([]Row, len(results))
+	for i, r := range results {
+		rows[i] = Summarize(r)
+	}
+	plots, perr := writePlots(cfg.Out, rows)
+	err := writeFile(filepath.Join(cfg.Out, "summary.md"), func(w *bufio.Writer) { writeSummary(w, cfg, rows, plots) })
+	if err != nil {
+		return err
+	}
+	return perr
+}
+
+func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
+	fmt.Fprintf(w, "# picoeval summary\n\n")
+	profile := "full"
+	if cfg.Quick {
+		profile = "quick"
+	}
+	fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Bag `%s`, topic `%s` replayed at %.0f Hz (looping, header stamps rewritten to the send time). Latency = receive time − header stamp, one host clock. Definitions and deviations from the paper: docs/eval.md.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), profile, cfg.Seed, cfg.Bag, cfg.Topic, cfg.RateHz)
+	fmt.Fprintf(w, "## Reference (Adaptive Bridge paper, Fast DDS, Docker + tc netem)\n\n%s\n", paperTable)
+	fmt.Fprintf(w, "## Our runs\n\n")
+	fmt.Fprintf(w, "| run | system | level | s | publisher rate (std) | pub errors | blocked writes | critical p50 | critical p95 | critical p99 | critical recv/pub | impaired recv (rate) | impaired p50 | classifier transitions | detect / recover | gateway CPU | peak RSS | loss produced (expected) |\n")
+	fmt.Fprintf(w, "|---|---|---|---:|---|---:|---|---:|---:|---:|---|---|---:|---|---|---:|---:|---|\n")
+	for _, r := range rows {
+		res := r.Res
+		if res.Missing != "" || res.Err != nil {
+			continue
+		}
+		dur := float64(res.EndNs-res.StartNs) / 1e9
+		blocked := fmt.Sprintf("%d (%.1f s, max %s)", r.Pub.Blocked, r.Pub.BlockedFor.Seconds(), fmtMs(float64(r.Pub.MaxBlock)/1e6))
+		crit := fmt.Sprintf("%d/%d", r.CritDelivery.Unique, r.CritDelivery.Published)
+		if !r.CritDelivery.Complete() {
+			crit += fmt.Sprintf(" (missing %d, reordered %d, dup %d)", r.CritDelivery.Missing, r.CritDelivery.Reordered, r.CritDelivery.Duplicates)
+		}
+		imp := fmt.Sprintf("%d (%.1f Hz)", r.ImpDelivery.Unique, r.ImpRate)
+		trans, dr := "—", "—"
+		if res.System == "picobridge" || len(res.Transitions) > 0 {
+			trans = fmt.Sprint(len(res.Transitions))
+		}
+		if len(res.Toggles) > 0 {
+			dr = fmt.Sprintf("%s / %s", durOr(r.Detect, r.HasDetect), durOr(r.Recover, r.HasRecover))
+		}
+		cpu, rss := "—", "—"
+		if res.Gateway != nil {
+			cpu = fmt.Sprintf("%.2f s", res.Gateway.CPU.Seconds())
+			rss = fmt.Sprintf("%.1f MB", float64(res.Gateway.PeakRSS)/(1<<20))
+		}
+		loss := "—"
+		if !math.IsNaN(res.ProducedLoss) {
+			loss = fmt.Sprintf("%.2f %% (%.2f %%)", 100*res.ProducedLoss, 100*res.ExpectedLoss)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f Hz (%.1f) | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			res.Run, res.System, res.Level, dur, r.Pub.Rate, r.Pub.RateStd, r.Pub.Errors, blocked,
+			fmtMs(r.Crit.P50), fmtMs(r.Crit.P95), fmtMs(r.Crit.P99), crit, imp, fmtMs(r.Imp.P50), trans, dr, cpu, rss, loss)
+	}
+	fmt.Fprintf(w, "\nColumns: publisher rate = publication attempts per second over the run, std over 5 s windows sliding by 1 s; blocked writes = publish calls longer than %v (total and longest); recv/pub = distinct samples received / successful publications; gateway = the process between publisher and consumers (split: the ddspath.Split process; zenoh-router: the Python process hosting the Rust router), CPU over the publication window, peak RSS = VmHWM.\n\n", measure.BlockThreshold)
+
+	for _, r := range rows {
+		if r.Res.Missing != "" || r.Res.Err != nil || r.Direct.N == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "**Hop overhead (%s)**: DDS reader directly p50 %s / p95 %s (%d samples); device through picobridge p50 %s / p95 %s (%d samples): **%+.2f ms at p50** (paper: +0.4 ms; our bar ≤ 0.15 ms).\n\n",
+			r.Res.Run, fmtMs(r.Direct.P50), fmtMs(r.Direct.P95), r.Direct.N, fmtMs(r.Crit.P50), fmtMs(r.Crit.P95), r.Crit.N, r.Crit.P50-r.Direct.P50)
+	}
+	var notRun, failed []string
+	for _, r := range rows {
+		switch {
+		case r.Res.Missing != "":
+			notRun = append(notRun, fmt.Sprintf("- %s: not run (missing %s)", r.Res.Run, r.Res.Missing))
+		case r.Res.Err != nil:
+			failed = append(failed, fmt.Sprintf("- %s: failed: %v", r.Res.Run, r.Res.Err))
+		}
+	}
+	if len(notRun) > 0 {
+		fmt.Fprintf(w, "## Not run\n\n%s\n\n", strings.Join(notRun, "\n"))
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "## Failed\n\n%s\n\n", strings.Join(failed, "\n"))
+	}
+	fmt.Fprintf(w, "## How each run was impaired\n\n")
+	seen := map[string]bool{}
+	for _, r := range rows {
+		res := r.Res
+		if res.Missing != "" || res.Err != nil {
+			continue
+		}
+		fmt.Fprintf(w, "- **%s**: %s", res.Run, res.Impairment)
+		for _, n := range res.Notes {
+			if seen[res.Run+n] {
+				continue
+			}
+			seen[res.Run+n] = true
+			fmt.Fprintf(w, "; %s", n)
+		}
+		for c, n := range res.Unknown {
+			fmt.Fprintf(w, "; %d receptions by %s with an unknown stamp", n, c)
+		}
+		fmt.Fprintf(w, "\n")
+	}
+	if len(plots) > 0 {
+		fmt.Fprintf(w, "\n## Plots\n\n")
+		for _, p := range plots {
+			fmt.Fprintf(w, "![%s](%s)\n\n", p, p)
+		}
+	}
+}
+
+func durOr(d time.Duration, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// systemOrder fixes the order of systems in plots.
+var systemOrder = []string{"dds-fastdds", "dds-cyclone", "zenoh-router", "picobridge", "picobridge-noclassifier", "split"}
+
+func writePlots(dir string, rows []Row) ([]string, error) {
+	var plots []string
+	var firstErr error
+	keep := func(name string, err error) {
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			return
+		}
+		plots = append(plots, name)
+	}
+	ok := func(r Row) bool { return r.Res.Missing == "" && r.Res.Err == nil }
+	var systems []string
+	for _, s := range systemOrder {
+		for _, r := range rows {
+			if ok(r) && r.Res.System == s && !slices.Contains(systems, s) {
+				systems = append(systems, s)
+			}
+		}
+	}
+	if len(systems) == 0 {
+		return nil, nil
+	}
+	find := func(system, level string) *Row {
+		for i := range rows {
+			if ok(rows[i]) && rows[i].Res.System == system && rows[i].Res.Level == level {
+				return &rows[i]
+			}
+		}
+		return nil
+	}
+	for _, level := range Levels {
+		var series []report.Series
+		for _, s := range systems {
+			if r := find(s, level); r != nil {
+				x, y := measure.CDF(measure.ByConsumer(r.Res.Samples)[Critical])
+				series = append(series, report.Series{Name: s, X: x, Y: y})
+			}
+		}
+		if len(series) == 0 {
+			continue
+		}
+		name := "cdf-critical-" + level + ".png"
+		keep(name, report.Lines(filepath.Join(dir, name), "critical latency CDF, "+level, "latency (ms, log)", "fraction of samples", true, series))
+	}
+	p95 := make([][]float64, len(systems))
+	rate := make([][]float64, len(systems))
+	for i, s := range systems {
+		for _, level := range Levels {
+			v, q := math.NaN(), math.NaN()
+			if r := find(s, level); r != nil {
+				v, q = r.Crit.P95, r.Pub.Rate
+			}
+			p95[i] = append(p95[i], v)
+			rate[i] = append(rate[i], q)
+		}
+	}
+	keep("p95-critical.png", report.Bars(filepath.Join(dir, "p95-critical.png"), "critical p95 latency per level", "ms (log)", Levels, systems, p95, true))
+	keep("publisher-rate.png", report.Bars(filepath.Join(dir, "publisher-rate.png"), "publisher rate per level", "Hz", Levels, systems, rate, false))
+	for _, r := range rows {
+		if !ok(r) || r.Res.Level != "toggle" {
+			continue
+		}
+		ts, lv := measure.StateSeries(r.Res.Transitions, Impaired, r.Res.StartNs, r.Res.EndNs, "UNKNOWN")
+		var spans [][2]float64
+		for i, tg := range r.Res.Toggles {
+			if !tg.On {
+				continue
+			}
+			end := r.Res.EndNs
+			if i+1 < len(r.Res.Toggles) {
+				end = r.Res.Toggles[i+1].AtNs
+			}
+			spans = append(spans, [2]float64{float64(tg.AtNs-r.Res.StartNs) / 1e9, float64(end-r.Res.StartNs) / 1e9})
+		}
+		name := "classifier-" + r.Res.Run + ".png"
+		keep(name, report.Steps(filepath.Join(dir, name), "classifier state of the impaired device, "+r.Res.Run, "time (s)",
+			[]string{"UNKNOWN", "NONCRITICAL", "CRITICAL"}, []report.Series{{Name: "impaired device", X: ts, Y: lv}}, spans))
+	}
+	return plots, firstErr
+}

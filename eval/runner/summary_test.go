@@ -1,0 +1,128 @@
+package runner
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/eval/measure"
+)
+
+// synthetic builds a result: 30 Hz for 10 s, the critical consumer 1 ms behind, the
+// impaired one dropping every other sample.
+func synthetic(run, system, level string) *Result {
+	r := &Result{Run: run, Exp: "exp9", System: system, Level: level, StartNs: 0, EndNs: int64(10 * time.Second), ProducedLoss: 0.05, ExpectedLoss: 0.054}
+	rec := NewRecorder(run)
+	for i := range 300 {
+		st := int64(i) * int64(time.Second) / 30
+		seq := rec.Sent(st)
+		rec.Written(seq, st, 10*time.Microsecond, false)
+		rec.Received(Critical, st, st+int64(time.Millisecond))
+		if i%2 == 0 {
+			rec.Received(Impaired, st, st+int64(50*time.Millisecond))
+		}
+	}
+	rec.Received(Impaired, 12345, 99999) // never published
+	rec.Toggle(0, true)
+	rec.Toggle(int64(5*time.Second), false)
+	rec.Transition(measure.Transition{AtNs: int64(2 * time.Second), Device: Impaired, From: "CRITICAL", To: "NONCRITICAL"})
+	rec.Transition(measure.Transition{AtNs: int64(8 * time.Second), Device: Impaired, From: "NONCRITICAL", To: "CRITICAL"})
+	rec.fill(r)
+	return r
+}
+
+func TestSummarizeSynthetic(t *testing.T) {
+	row := Summarize(synthetic("x", "picobridge", "toggle"))
+	require.InDelta(t, 30, row.Pub.Rate, 1e-9)
+	require.Zero(t, row.Pub.RateStd)
+	require.InDelta(t, 1, row.Crit.P50, 1e-9)
+	require.InDelta(t, 1, row.Crit.P99, 1e-9)
+	require.True(t, row.CritDelivery.Complete())
+	require.Equal(t, 150, row.ImpDelivery.Unique)
+	require.Equal(t, 150, row.ImpDelivery.Missing)
+	require.InDelta(t, 15, row.ImpRate, 0.2)
+	require.True(t, row.HasDetect)
+	require.Equal(t, 2*time.Second, row.Detect)
+	require.Equal(t, 3*time.Second, row.Recover)
+	require.Equal(t, 1, row.Res.Unknown[Impaired])
+
+	missing := Summarize(&Result{Run: "m", Missing: "x"})
+	require.Zero(t, missing.Pub.Attempts)
+}
+
+func TestWriteReportSynthetic(t *testing.T) {
+	out := t.TempDir()
+	results := []*Result{
+		synthetic("exp9-picobridge-clean", "picobridge", "clean"),
+		synthetic("exp9-split-clean", "split", "clean"),
+		synthetic("exp9-picobridge-toggle", "picobridge", "toggle"),
+		{Run: "exp9-x-mild", System: "x", Level: "mild", Missing: "something"},
+		{Run: "exp9-y-mild", System: "y", Level: "mild", Err: os.ErrDeadlineExceeded, ProducedLoss: math.NaN()},
+	}
+	for _, r := range results[:3] {
+		require.NoError(t, WriteCSV(out, r))
+	}
+	require.NoError(t, WriteReport(Config{Out: out}, results))
+	sum, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	require.NoError(t, err)
+	s := string(sum)
+	require.Contains(t, s, "| exp9-picobridge-clean | picobridge | clean | 10 | 30.0 Hz (0.0) | 0 |")
+	require.Contains(t, s, "exp9-x-mild: not run (missing something)")
+	require.Contains(t, s, "exp9-y-mild: failed")
+	require.Contains(t, s, "2s / 3s")
+	for _, p := range []string{"cdf-critical-clean.png", "p95-critical.png", "publisher-rate.png", "classifier-exp9-picobridge-toggle.png"} {
+		_, err := os.Stat(filepath.Join(out, p))
+		require.NoError(t, err, p)
+		require.Contains(t, s, "("+p+")")
+	}
+	require.Equal(t, 451, countLines(t, filepath.Join(out, "exp9-split-clean.csv")))
+}
+
+func TestPlanAndConfig(t *testing.T) {
+	all := plan(Config{})
+	var names []string
+	for _, s := range all {
+		names = append(names, s.run)
+	}
+	require.Contains(t, names, "exp1-dds-fastdds-strong")
+	require.Contains(t, names, "exp3-picobridge-toggle")
+	require.Contains(t, names, "exp6-hop-clean")
+	only := plan(Config{Only: ParseOnly("exp5, exp2"), Levels: []string{"mild"}})
+	require.Len(t, only, 2)
+	require.Equal(t, []string{"exp1", "exp3"}, ParseOnly("exp1,,exp3"))
+	require.Equal(t, 10*time.Second, Config{Quick: true}.runDuration("strong"))
+	require.Equal(t, 60*time.Second, Config{}.runDuration("strong"))
+	require.Equal(t, 5*time.Second, Config{Duration: 5 * time.Second}.runDuration("toggle"))
+}
+
+func TestSlowConsumerModel(t *testing.T) {
+	c, err := newSlowConsumer("clean", 1, true)
+	require.NoError(t, err)
+	d, drop := c.service(3000)
+	require.Zero(t, d)
+	require.False(t, drop)
+
+	a, _ := newSlowConsumer("moderate", 7, true)
+	b, _ := newSlowConsumer("moderate", 7, true)
+	be, _ := newSlowConsumer("moderate", 7, false)
+	var total time.Duration
+	drops := 0
+	for range 20000 {
+		da, _ := a.service(2940)
+		db, _ := b.service(2940)
+		require.Equal(t, da, db, "same seed, same service times")
+		total += da
+		if _, dr := be.service(2940); dr {
+			drops++
+		}
+	}
+	// Mean ≈ 4.7 ms serialization + 40 ms delay + 5.4 % × 180 ms stall ≈ 54 ms.
+	mean := total / 20000
+	require.InDelta(t, 54, float64(mean)/1e6, 4)
+	require.InDelta(t, 0.054, a.producedLoss(), 0.015)
+	require.InDelta(t, 0.054, float64(drops)/20000, 0.015)
+}
