@@ -29,6 +29,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if os.Getenv("DDSPATH_TEST_HELPER") == "burst" {
+		if err := runBurst(); err != nil {
+			fmt.Fprintln(os.Stderr, "burst helper:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	if peerDir != "" {
 		_ = os.RemoveAll(peerDir)
@@ -104,4 +111,5 @@ func TestCrossProcessCycloneEcho(t *testing.T) {
 	}
 	err = cmd.Wait()
 	require.NoError(t, err, "helper stderr: %s", stderr.String())
+	require.Zero(t, r.Stats().Gaps, "consecutive sequence numbers counted as gaps")
 }

@@ -366,6 +366,18 @@ type Reader struct {
 	wg       sync.WaitGroup
 	closeMu  sync.Mutex
 	isClosed bool
+	// statusMu guards reading Cyclone's statuses against dds_delete(rd):
+	// close takes a last reading and sets rdGone under it. It is never held
+	// while calling into a listener-waiting dds_delete, so a handler may
+	// call Stats.
+	// lastSeq is the last writer sequence number taken per publication
+	// handle; only deliver (serialized by waitLoop / drainMu) uses it.
+	lastSeq  map[uint64]uint64
+	gaps     atomic.Uint64
+	statusMu sync.Mutex
+	rdGone   bool
+	lost     uint64
+	rejected uint64
 }
 
 // NewReader creates a reader for topic and type name with QoS q. By default a
@@ -376,7 +388,7 @@ func (p *Participant) NewReader(topic, typeName string, q QoS, opts ...ReaderOpt
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{p: p, topic: topic, typeName: typeName, qos: q.Normalize(), opts: o, done: make(chan struct{})}
+	r := &Reader{p: p, topic: topic, typeName: typeName, qos: q.Normalize(), opts: o, done: make(chan struct{}), lastSeq: map[uint64]uint64{}}
 	r.q = newSampleQueue(o.queueLen, o.overflow, r.done)
 	if o.handler != nil {
 		r.q.close() // C() is a closed channel in handler mode
@@ -431,7 +443,23 @@ func (r *Reader) C() <-chan *Sample { return r.q.ch }
 
 // Stats returns the reader's counters.
 func (r *Reader) Stats() ReaderStats {
-	return ReaderStats{Received: r.q.recv.Load(), Dropped: r.q.dropped.Load(), Queued: len(r.q.ch)}
+	st := ReaderStats{Received: r.q.recv.Load(), Dropped: r.q.dropped.Load(), Queued: len(r.q.ch), Gaps: r.gaps.Load()}
+	st.Lost, st.Rejected = r.pollLoss()
+	return st
+}
+
+// pollLoss reads the reader's SAMPLE_LOST and SAMPLE_REJECTED totals (the
+// last values read before the reader was deleted once it is closed).
+func (r *Reader) pollLoss() (lost, rejected uint64) {
+	r.statusMu.Lock()
+	defer r.statusMu.Unlock()
+	if !r.rdGone {
+		var l, rj C.uint64_t
+		if C.pb_reader_loss(r.rd, &l, &rj) == 0 {
+			r.lost, r.rejected = uint64(l), uint64(rj)
+		}
+	}
+	return r.lost, r.rejected
 }
 
 // Matched returns the number of writers currently matched.
@@ -491,6 +519,9 @@ func (r *Reader) deliver(n int) {
 		if it.valid == 0 {
 			continue
 		}
+		if it.seq != 0 {
+			r.trackSeq(uint64(it.pub_handle), uint64(it.seq))
+		}
 		out = append(out, &Sample{
 			Topic:             r.topic,
 			TypeName:          r.typeName,
@@ -508,6 +539,27 @@ func (r *Reader) deliver(n int) {
 		} else if !r.q.push(s) {
 			return
 		}
+	}
+}
+
+// maxTrackedWriters bounds lastSeq; past it the map starts over (a gap
+// spanning the reset is then missed, nothing is counted twice).
+const maxTrackedWriters = 4096
+
+// trackSeq counts the sequence numbers a writer skipped between two samples
+// this reader took: samples the writer's KEEP_LAST history overwrote before
+// we acknowledged them (announced by a GAP), the reader cache's KEEP_LAST
+// overwrote before we took them, or a best-effort network lost.
+func (r *Reader) trackSeq(pub, seq uint64) {
+	last, ok := r.lastSeq[pub]
+	if ok && seq > last+1 {
+		r.gaps.Add(seq - last - 1)
+	}
+	if !ok || seq > last {
+		if !ok && len(r.lastSeq) >= maxTrackedWriters {
+			clear(r.lastSeq)
+		}
+		r.lastSeq[pub] = seq
 	}
 }
 
@@ -535,6 +587,10 @@ func (r *Reader) close() error {
 		errs = append(errs, ddsErr("dds_delete(waitset)", C.dds_delete(r.ws)))
 		errs = append(errs, ddsErr("dds_delete(guard)", C.dds_delete(r.gc)))
 	}
+	r.pollLoss() // last reading, then no status call may touch r.rd
+	r.statusMu.Lock()
+	r.rdGone = true
+	r.statusMu.Unlock()
 	// Waits for a running listener callback to return.
 	errs = append(errs, ddsErr("dds_delete(reader)", C.dds_delete(r.rd)))
 	if r.h != 0 {

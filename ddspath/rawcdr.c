@@ -22,6 +22,7 @@ struct pb_serdata {
   struct ddsi_serdata c;
   uint32_t size;       // bytes incl. encapsulation header
   unsigned char *data; // alignup4(size) bytes, padding zeroed
+  uint64_t seq;        // writer sequence number (RTPS writerSN) if received from the network, else 0
 };
 
 // raw sample as seen by dds_write_ts / from_sample.
@@ -40,6 +41,7 @@ static struct pb_serdata *sd_new (const struct ddsi_sertype *type, enum ddsi_ser
   ddsi_serdata_init (&d->c, type, kind);
   d->c.hash = type->serdata_basehash; // keyless: all samples are the same instance
   d->size = size;
+  d->seq = 0;
   d->data = ddsrt_malloc (cap > 0 ? cap : 4);
   if (cap > size)
     memset (d->data + size, 0, cap - size);
@@ -66,11 +68,37 @@ static uint32_t sd_get_size (const struct ddsi_serdata *dcmn)
   return d->size;
 }
 
+// rdata_writer_sn reads writerSN from the DATA / DATA_FRAG submessage an
+// rdata belongs to: submessage header (id, flags, length: 4), extraFlags (2),
+// octetsToInlineQos (2), readerId (4), writerId (4), then the sequence number
+// as {int32 high, uint32 low} in the byte order of flags bit 0 (1 = little).
+static uint64_t rdata_writer_sn (const struct nn_rdata *rd)
+{
+  const unsigned char *sm = NN_RMSG_PAYLOADOFF (rd->rmsg, NN_RDATA_SUBMSG_OFF (rd));
+  const unsigned char *p = sm + 16;
+  uint32_t hi, lo;
+  if (sm[1] & 1)
+  {
+    hi = (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
+    lo = (uint32_t) p[4] | (uint32_t) p[5] << 8 | (uint32_t) p[6] << 16 | (uint32_t) p[7] << 24;
+  }
+  else
+  {
+    hi = (uint32_t) p[3] | (uint32_t) p[2] << 8 | (uint32_t) p[1] << 16 | (uint32_t) p[0] << 24;
+    lo = (uint32_t) p[7] | (uint32_t) p[6] << 8 | (uint32_t) p[5] << 16 | (uint32_t) p[4] << 24;
+  }
+  if (hi & 0x80000000u)
+    return 0; // negative: not a valid sequence number
+  return ((uint64_t) hi << 32) | lo;
+}
+
 static struct ddsi_serdata *sd_from_ser (const struct ddsi_sertype *type, enum ddsi_serdata_kind kind, const struct nn_rdata *fragchain, size_t size)
 {
   if (size > UINT32_MAX)
     return NULL;
   struct pb_serdata *d = sd_new (type, kind, (uint32_t) size);
+  if (fragchain != NULL && kind == SDK_DATA)
+    d->seq = rdata_writer_sn (fragchain);
   uint32_t off = 0;
   // Fragments arrive ordered by offset and may overlap; copy each new byte once.
   for (; fragchain != NULL; fragchain = fragchain->nextfrag)
@@ -356,6 +384,7 @@ int pb_take (dds_entity_t rd, pb_item *items, int max)
     items[i].source_ts = infos[i].source_timestamp;
     items[i].recv_ts = now;
     items[i].pub_handle = infos[i].publication_handle;
+    items[i].seq = infos[i].valid_data ? d->seq : 0;
   }
   return n;
 }
@@ -529,4 +558,20 @@ dds_entity_t pb_create_waitset_for(dds_entity_t pp, dds_entity_t rd, dds_entity_
   if (r1 < 0 || r2 < 0) { dds_delete (g); dds_delete (rc); dds_delete (ws); return r1 < 0 ? r1 : r2; }
   *gc = g;
   return ws;
+}
+
+// pb_reader_loss reads the reader's SAMPLE_LOST and SAMPLE_REJECTED
+// cumulative total_count (reading resets only the *_change fields).
+dds_return_t pb_reader_loss(dds_entity_t rd, uint64_t *lost, uint64_t *rejected) {
+  dds_sample_lost_status_t ls;
+  dds_sample_rejected_status_t rs;
+  dds_return_t rc = dds_get_sample_lost_status (rd, &ls);
+  if (rc < 0)
+    return rc;
+  rc = dds_get_sample_rejected_status (rd, &rs);
+  if (rc < 0)
+    return rc;
+  *lost = ls.total_count;
+  *rejected = rs.total_count;
+  return 0;
 }

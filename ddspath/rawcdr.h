@@ -21,6 +21,7 @@ typedef struct pb_item {
   int64_t source_ts;   // ns since epoch, writer clock
   int64_t recv_ts;     // ns since epoch, taken at take time
   uint64_t pub_handle; // publication instance handle
+  uint64_t seq;        // writer sequence number; 0 = unknown (in-process delivery)
 } pb_item;
 
 typedef struct pb_qos_out {
@@ -65,6 +66,8 @@ int32_t pb_matched_subscriptions(dds_entity_t wr);
 int64_t pb_live_serdata(void);
 dds_entity_t pb_create_builtin_reader(dds_entity_t pp, int subscriptions);
 int pb_matched_writer_guid(dds_entity_t rd, dds_instance_handle_t ih, uint8_t *out);
+
+dds_return_t pb_reader_loss(dds_entity_t rd, uint64_t *lost, uint64_t *rejected);
 
 dds_entity_t pb_create_waitset_for(dds_entity_t pp, dds_entity_t rd, dds_entity_t *gc);
 

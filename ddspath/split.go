@@ -40,6 +40,8 @@ type SplitStats struct {
 	Noncritical       uint64 // samples written on the noncritical output
 	CriticalErrors    uint64 // failed critical writes (sample lost on that output)
 	NoncriticalErrors uint64 // failed noncritical writes
+	InputLost         uint64 // input samples lost before the split saw them: Reader.Stats Lost + Gaps
+	InputRejected     uint64 // input samples refused by the input reader's cache (Reader.Stats Rejected)
 }
 
 // SplitHandle is a running Split.
@@ -108,8 +110,9 @@ func (h *SplitHandle) forward(s *Sample) {
 
 // Stats returns the split's counters.
 func (h *SplitHandle) Stats() SplitStats {
+	in := h.in.Stats()
 	return SplitStats{In: h.nIn.Load(), Critical: h.nCrit.Load(), Noncritical: h.nNon.Load(),
-		CriticalErrors: h.errCrit.Load(), NoncriticalErrors: h.errNC.Load()}
+		CriticalErrors: h.errCrit.Load(), NoncriticalErrors: h.errNC.Load(), InputLost: in.Lost + in.Gaps, InputRejected: in.Rejected}
 }
 
 // Input, Critical and Noncritical expose the split's endpoints (for matched

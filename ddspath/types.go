@@ -277,6 +277,21 @@ type ReaderStats struct {
 	Received uint64 // valid samples taken from DDS
 	Dropped  uint64 // samples discarded by the overflow policy
 	Queued   int    // samples waiting in the queue now
+	// Lost is Cyclone's SAMPLE_LOST total_count. Cyclone 0.10.2 raises it
+	// only for samples an instance refuses (e.g. BY_SOURCE_TIMESTAMP order),
+	// not for a reliable writer's GAP; see docs/dds.md.
+	Lost uint64
+	// Rejected is Cyclone's SAMPLE_REJECTED total_count: samples the reader
+	// cache refused for its resource limits (a reliable writer retransmits
+	// them; for a best-effort one they are gone).
+	Rejected uint64
+	// Gaps counts writer sequence numbers skipped between two samples of
+	// one remote writer taken by this reader (known only for samples
+	// received from another process): samples a reliable KEEP_LAST writer
+	// overwrote before we acknowledged them (its GAP), samples the reader's
+	// own KEEP_LAST cache overwrote before they were taken, or best-effort
+	// samples lost on the network. Cyclone 0.10.2 reports none of these.
+	Gaps uint64
 }
 
 type readerOptions struct {

@@ -72,11 +72,11 @@ type TopicAdvice struct {
 // on platforms without a per-fd TX ceiling, where the socket window does not
 // bound TX and the model gives no number.
 type Throughput struct {
-	Capped      bool
-	Offered     float64
-	Untuned     float64 // every sample its own send, resolved window, no batching
-	Current     float64 // the resolved knobs (no express publishers)
-	Recommended float64 // the recommended knobs and lanes
+	Capped      bool    `json:"capped"`
+	Offered     float64 `json:"offered"`
+	Untuned     float64 `json:"untuned"`     // every sample its own send, resolved window, no batching
+	Current     float64 `json:"current"`     // the resolved knobs (no express publishers)
+	Recommended float64 `json:"recommended"` // the recommended knobs and lanes
 }
 
 // Advice is the outcome of Advise.
@@ -328,13 +328,24 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 	ring := int64(capa.RingDepth)
 	frag := int64(0)
 	slotSmall, slotLarge := int64(0), int64(0)
+	// limit is a knob's maximum: advice never goes past it, and a topic that
+	// needs more cannot be served at all, which its verdict says.
+	limit := func(id string) int64 { return registry[byID[id]].Max }
+	cannot := func(tp Topic, format string, args ...any) string {
+		a.Notes = append(a.Notes, fmt.Sprintf("topic %s cannot be served: "+format, append([]any{tp.Name}, args...)...))
+		return fmt.Sprintf("cannot be served: "+format, args...)
+	}
 	for _, tp := range subs {
 		var verdict []string
 		msg := int64(tp.SizeBytes) + rxMessageOverhead
 		if msg > int64(capa.MaxMessageBytes) {
 			verdict = append(verdict, fmt.Sprintf("%d B message > %d B the device reassembles", msg, capa.MaxMessageBytes))
 			if capa.Fragmentation {
-				frag = max(frag, roundUp(msg, 1024))
+				if top := limit(FragMaxSize); msg > top {
+					verdict = append(verdict, cannot(tp, "%d B message > %s maximum %d B", msg, FragMaxSize, top))
+				} else {
+					frag = max(frag, min(roundUp(msg, 1024), top))
+				}
 			}
 		}
 		large := int64(tp.SizeBytes) > r.Int(SubscriberSizeThreshold) && capa.LargeSlots > 0
@@ -344,16 +355,25 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 		}
 		if int64(tp.SizeBytes) > slot {
 			verdict = append(verdict, fmt.Sprintf("%d B sample > %d B subscriber slot", tp.SizeBytes, slot))
+			id, step, need := SubscriberBufferSize, int64(256), &slotSmall
 			if large {
-				slotLarge = max(slotLarge, roundUp(int64(tp.SizeBytes), 1024))
+				id, step, need = SubscriberLargeSize, 1024, &slotLarge
+			}
+			if top := limit(id); int64(tp.SizeBytes) > top {
+				verdict = append(verdict, cannot(tp, "%d B sample > %s maximum %d B", tp.SizeBytes, id, top))
 			} else {
-				slotSmall = max(slotSmall, roundUp(int64(tp.SizeBytes), 256))
+				*need = max(*need, min(roundUp(int64(tp.SizeBytes), step), top))
 			}
 		}
 		perFlush := tp.RateHz * capa.FlushInterval.Seconds()
 		if perFlush > float64(capa.RingDepth) {
 			verdict = append(verdict, fmt.Sprintf("%.1f samples per %v flush > ring depth %d", perFlush, capa.FlushInterval, capa.RingDepth))
-			ring = max(ring, int64(math.Ceil(perFlush)))
+			if top := limit(SubscriberRingDepth); perFlush > float64(top) {
+				verdict = append(verdict, cannot(tp, "%.1f samples per %v flush > %s maximum %d", perFlush, capa.FlushInterval, SubscriberRingDepth, top))
+				ring = max(ring, top)
+			} else {
+				ring = max(ring, int64(math.Ceil(perFlush)))
+			}
 		}
 		if len(verdict) == 0 {
 			verdict = append(verdict, fmt.Sprintf("fits: %.1f per %v flush ≤ ring %d, %d B ≤ %d B", perFlush, capa.FlushInterval, capa.RingDepth, tp.SizeBytes, capa.MaxSampleBytes(large)))
@@ -386,6 +406,8 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 	slices.SortStableFunc(a.Topics, func(x, y TopicAdvice) int { return x.Topic.Line - y.Topic.Line })
 	for _, k := range registry {
 		if rc, ok := rec[k.ID]; ok {
+			// Never advise a value explain would reject.
+			rc.Value = min(max(rc.Value, k.Min), k.Max)
 			a.Settings = append(a.Settings, rc)
 		}
 	}

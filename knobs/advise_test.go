@@ -157,3 +157,29 @@ func TestAdviseBuildLines(t *testing.T) {
 	require.NoError(t, knobs.WriteAdvice(&buf, knobs.Advise(resolve(t, "freertos", "", ""), topics(t, "/pose sub 10 1500 100"))))
 	require.Contains(t, buf.String(), "set it (build environment):\n  NROS_ZENOH_SUBSCRIBER_BUFFER_SIZE=1536\n")
 }
+
+// Advice stays inside each knob's range; a topic that needs more than a
+// knob's maximum is reported as one that cannot be served.
+func TestAdviseClampsToKnobRange(t *testing.T) {
+	inRange := func(a *knobs.Advice) {
+		for _, s := range a.Settings {
+			k := s.Current.Knob
+			require.True(t, s.Value >= k.Min && s.Value <= k.Max, "%s advised %d outside %d..%d", k.ID, s.Value, k.Min, k.Max)
+		}
+	}
+	// The largest size a traffic file accepts: frag_max_size at its maximum,
+	// the large slot clamped to its maximum.
+	a := knobs.Advise(resolve(t, "zephyr", "", ""), topics(t, "/huge sub 1 2147483583 100000"))
+	inRange(a)
+	require.Equal(t, "2147483647", changes(a)[knobs.FragMaxSize])
+
+	// Through the API, a 2 GB sample cannot be served at all.
+	tr := &knobs.Traffic{File: "api", Topics: []knobs.Topic{{Name: "/2g", Direction: knobs.Sub, RateHz: 1, SizeBytes: 2147483647, LatencyBudget: 1e9, Line: 1}}}
+	a = knobs.Advise(resolve(t, "zephyr", "", ""), tr)
+	inRange(a)
+	require.Contains(t, a.Topics[0].Reason, "cannot be served: 2147483711 B message > zenoh.wire.frag_max_size maximum 2147483647 B")
+	require.NotContains(t, changes(a), knobs.FragMaxSize)
+	var buf bytes.Buffer
+	require.NoError(t, knobs.WriteAdvice(&buf, a))
+	require.Contains(t, buf.String(), "note: topic /2g cannot be served")
+}

@@ -74,6 +74,7 @@ type Profile struct {
 	Names        []string // Names[0] is canonical
 	Inherits     string   // platform only
 	Platform     string   // board only
+	PlatformLine int      // board only: line of `platform =` (0 when unknown)
 	Description  string
 	File         string
 	Capabilities map[string]Setting // Value 0 or 1
@@ -141,7 +142,7 @@ func ParseProfile(kind ProfileKind, file string, data []byte) (*Profile, error) 
 				case "inherits":
 					p.Inherits = e.str
 				case "platform":
-					p.Platform = e.str
+					p.Platform, p.PlatformLine = e.str, e.line
 				case "description":
 					p.Description = e.str
 				}

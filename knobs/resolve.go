@@ -1,6 +1,7 @@
 package knobs
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -171,10 +172,17 @@ func (c *Catalog) Resolve(opts Options) (*Resolved, error) {
 	}
 	plat, err := c.Platform(platName)
 	if err != nil {
+		var ce *ConfigError
+		if r.Board != nil && opts.Platform == "" && errors.As(err, &ce) && len(ce.Problems) == 1 {
+			// The name came from the board file: point at its `platform =` line.
+			p := *ce.Problems[0]
+			p.File, p.Line, p.Msg = r.Board.File, r.Board.PlatformLine, "board "+r.Board.Name()+": "+p.Msg
+			return nil, &ConfigError{Problems: []*Problem{&p}}
+		}
 		return nil, err
 	}
 	if r.Board != nil && !plat.HasName(r.Board.Platform) {
-		return nil, &ConfigError{Problems: []*Problem{{File: r.Board.File, Key: "platform", Err: ErrProfile,
+		return nil, &ConfigError{Problems: []*Problem{{File: r.Board.File, Line: r.Board.PlatformLine, Key: "platform", Err: ErrProfile,
 			Msg: fmt.Sprintf("board %s is for platform %s, not %s", r.Board.Name(), r.Board.Platform, plat.Name())}}}
 	}
 	r.Platform = plat
@@ -268,6 +276,8 @@ func (r *Resolved) applyEnv(env *Env, ps *problems) {
 			if v.File != ProcessEnvFile {
 				if near := nearestEnvName(v.Name); near != "" {
 					r.warn(v.Name, "%s: not a knob picobridge models; did you mean %s?", v.where(), near)
+				} else if strings.HasPrefix(v.Name, "CONFIG_NROS_") && !nrosKconfigNotKnobs[v.Name] {
+					r.warn(v.Name, "%s: unknown CONFIG_NROS_* symbol (not a knob, nor a nano-ros Kconfig option picobridge knows): ignored", v.where())
 				}
 			}
 			continue
@@ -344,6 +354,19 @@ func (r *Resolved) warnDerived(derived []EnvVar) {
 		r.warn(k.ID, "%s=-1 (%s) derives the value at build time from the image's message types, which picobridge cannot see: it models %s (%s); set the value explicitly to model the device exactly",
 			v.Name, v.where(), cur, cur.Source)
 	}
+}
+
+// nrosKconfigNotKnobs are nano-ros Kconfig symbols that exist but are not
+// knobs (transport selection, locator, query buffers): no warning for them.
+var nrosKconfigNotKnobs = map[string]bool{
+	"CONFIG_NROS_RMW_ZENOH":              true,
+	"CONFIG_NROS_RMW_XRCE":               true,
+	"CONFIG_NROS_ZENOH_LINK_TCP":         true,
+	"CONFIG_NROS_ZENOH_LINK_UDP_UNICAST": true,
+	"CONFIG_NROS_ZENOH_SCOUTING":         true,
+	"CONFIG_NROS_ZENOH_LOCATOR":          true,
+	"CONFIG_NROS_MAX_PENDING_GETS":       true,
+	"CONFIG_NROS_GET_REPLY_BUF_SIZE":     true,
 }
 
 // capabilityEnv maps the build spellings of a capability: threads is

@@ -166,6 +166,9 @@ func TestResolveWarnings(t *testing.T) {
 		{"typo of a knob variable", Options{Platform: "child"}, "CONFIG_NROS_ZENOH_TX_BACTH=y\nCONFIG_NROS_ZENOH_LINK_TCP=y\nZPICO_MAX_PENDING_GETS=4\n", nil, []string{
 			"CONFIG_NROS_ZENOH_TX_BACTH: prj.conf:1: not a knob picobridge models; did you mean CONFIG_NROS_ZENOH_TX_BATCH?",
 		}},
+		{"unknown CONFIG_NROS_ symbol", Options{Platform: "child"}, "CONFIG_NROS_FROBNICATE=y\nCONFIG_OTHER_THING=y\n", nil, []string{
+			"CONFIG_NROS_FROBNICATE: prj.conf:1: unknown CONFIG_NROS_* symbol (not a knob, nor a nano-ros Kconfig option picobridge knows): ignored",
+		}},
 		{"multi-thread off in Kconfig: no threads, split lock downgraded", Options{Platform: "child"}, "# CONFIG_NROS_ZENOH_MULTI_THREAD is not set\nCONFIG_NROS_ZENOH_TX_SPLIT_LOCK=y\n", nil, []string{
 			"zenoh.tx.split_lock: true from kconfig CONFIG_NROS_ZENOH_TX_SPLIT_LOCK (prj.conf:2) downgraded to false: platform child has no threads (capabilities.threads = false)",
 			"zenoh.tx.flush_ms: platform child has no flush thread: a batch leaves only when the application spins, not every 40 ms",
@@ -207,6 +210,8 @@ func TestResolveErrors(t *testing.T) {
 	dir := t.TempDir()
 	other := filepath.Join(dir, "other.toml")
 	require.NoError(t, os.WriteFile(other, []byte("names = [\"o\"]\nplatform = \"base\"\n"), 0o644))
+	vx := filepath.Join(dir, "vx.toml")
+	require.NoError(t, os.WriteFile(vx, []byte("names = [\"v\"]\n\nplatform = \"vxworks\"\n"), 0o644))
 	bad := filepath.Join(dir, "bad.toml")
 	require.NoError(t, os.WriteFile(bad, []byte("names = [\"o\"]\nplatform = \"child\"\n[knobs.zenoh.wire]\nbatch_unicast_size = 65536\n"), 0o644))
 	for _, tc := range []struct {
@@ -219,15 +224,17 @@ func TestResolveErrors(t *testing.T) {
 	}{
 		{"unknown platform", Options{Platform: "vxworks"}, "", nil,
 			`platform: no platform named "vxworks" (known: base, child, nothreads)`, ErrUnknownPlatform},
+		{"board file of an unknown platform", Options{Board: vx}, "", nil,
+			vx + `:3: platform: board v: no platform named "vxworks" (known: base, child, nothreads)`, ErrUnknownPlatform},
 		{"no platform", Options{}, "", nil, "platform: no platform given (name one, or a board)", ErrUnknownPlatform},
 		{"unknown board", Options{Platform: "child", Board: "pico"}, "", nil,
 			`board: no board named "pico" and no such file (known: b1, nt)`, ErrUnknownBoard},
 		{"missing board file", Options{Platform: "child", Board: filepath.Join(dir, "nope.toml")}, "", nil,
 			filepath.Join(dir, "nope.toml") + ": board: cannot read board file: no such file or directory", ErrUnknownBoard},
 		{"board of another platform", Options{Platform: "child", Board: "nt"}, "", nil,
-			"fw/boards/nothreads/nt.toml: platform: board nt is for platform nothreads, not child", ErrProfile},
+			"fw/boards/nothreads/nt.toml:2: platform: board nt is for platform nothreads, not child", ErrProfile},
 		{"board file of another platform", Options{Platform: "child", Board: other}, "", nil,
-			other + ": platform: board o is for platform base, not child", ErrProfile},
+			other + ":2: platform: board o is for platform base, not child", ErrProfile},
 		{"board file out of range", Options{Board: bad}, "", nil,
 			bad + ":4:1: knobs.zenoh.wire.batch_unicast_size: must be ≤ 65535 (got 65536)", ErrRange},
 		{"unparseable kconfig", Options{Platform: "child"}, "\nCONFIG_NROS_ZENOH_TX_BATCH=maybe\n", nil,

@@ -3,6 +3,7 @@ package knobs
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,6 +73,22 @@ func ParseTraffic(file string, data []byte) (*Traffic, error) {
 		badTables = append(badTables, tb.path+".")
 		ps.add(file, tb.line, tb.col, tb.path, ErrUnknownKey, "unknown table (a traffic file has description and [[topic]] tables)")
 	}
+	// Problems name a topic by its name (one convention for every message:
+	// the file's line, then `topic "/imu"`), or by its header line before
+	// the name is known.
+	for _, e := range doc.entries {
+		if tbl, key, ok := strings.Cut(e.path, "]."); ok && key == "name" && e.kind == unstable.String && strings.TrimSpace(e.str) != "" {
+			if i, ok := index[tbl+"]"]; ok {
+				t.Topics[i].Name = e.str
+			}
+		}
+	}
+	label := func(i int) string {
+		if n := t.Topics[i].Name; n != "" {
+			return "topic " + strconv.Quote(n)
+		}
+		return "topic at line " + strconv.Itoa(t.Topics[i].Line)
+	}
 	seen := map[int]map[string]bool{}
 	for _, e := range doc.entries {
 		if slices.ContainsFunc(badTables, func(t string) bool { return strings.HasPrefix(e.path, t) }) {
@@ -91,6 +108,7 @@ func ParseTraffic(file string, data []byte) (*Traffic, error) {
 			continue
 		}
 		tp := &t.Topics[i]
+		path := label(i) + "." + key
 		if seen[i] == nil {
 			seen[i] = map[string]bool{}
 		}
@@ -98,7 +116,7 @@ func ParseTraffic(file string, data []byte) (*Traffic, error) {
 		switch key {
 		case "name":
 			if e.kind != unstable.String || strings.TrimSpace(e.str) == "" {
-				ps.add(file, e.line, e.col, e.path, ErrType, "want a non-empty string")
+				ps.add(file, e.line, e.col, path, ErrType, "want a non-empty string")
 				continue
 			}
 			tp.Name = e.str
@@ -109,7 +127,7 @@ func ParseTraffic(file string, data []byte) (*Traffic, error) {
 			case e.kind == unstable.String && e.str == "sub":
 				tp.Direction = Sub
 			default:
-				ps.add(file, e.line, e.col, e.path, ErrType, "want \"pub\" (the device publishes) or \"sub\" (the device subscribes)")
+				ps.add(file, e.line, e.col, path, ErrType, "want \"pub\" (the device publishes) or \"sub\" (the device subscribes)")
 			}
 		case "rate_hz":
 			var v float64
@@ -119,17 +137,17 @@ func ParseTraffic(file string, data []byte) (*Traffic, error) {
 			case unstable.Float:
 				v = e.float
 			default:
-				ps.add(file, e.line, e.col, e.path, ErrType, "want a number (Hz), got %s", typeName(e.kind))
+				ps.add(file, e.line, e.col, path, ErrType, "want a number (Hz), got %s", typeName(e.kind))
 				continue
 			}
 			if !(v > 0 && v <= 1e6) || math.IsNaN(v) {
-				ps.add(file, e.line, e.col, e.path, ErrRange, "must be in (0, 1000000] Hz (got %g)", v)
+				ps.add(file, e.line, e.col, path, ErrRange, "must be in (0, 1000000] Hz (got %g)", v)
 				continue
 			}
 			tp.RateHz = v
 		case "size_bytes", "latency_budget_ms":
 			if e.kind != unstable.Integer {
-				ps.add(file, e.line, e.col, e.path, ErrType, "want an integer, got %s", typeName(e.kind))
+				ps.add(file, e.line, e.col, path, ErrType, "want an integer, got %s", typeName(e.kind))
 				continue
 			}
 			lo, hi := int64(1), int64(maxInt32)
@@ -137,28 +155,33 @@ func ParseTraffic(file string, data []byte) (*Traffic, error) {
 				hi = 3600000
 			}
 			if e.intErr != nil || e.integer < lo || e.integer > hi {
-				ps.add(file, e.line, e.col, e.path, ErrRange, "must be in %d..%d (got %d)", lo, hi, e.integer)
+				ps.add(file, e.line, e.col, path, ErrRange, "must be in %d..%d (got %d)", lo, hi, e.integer)
 				continue
 			}
 			if key == "size_bytes" {
+				if most := registry[byID[FragMaxSize]].Max - rxMessageOverhead; e.integer > most {
+					ps.add(file, e.line, e.col, path, ErrRange, "%d B is more than any device can take: the largest message is %s ≤ %d B (%d B with the %d B PUSH overhead)",
+						e.integer, FragMaxSize, registry[byID[FragMaxSize]].Max, most, rxMessageOverhead)
+					continue
+				}
 				tp.SizeBytes = int(e.integer)
 			} else {
 				tp.LatencyBudget = ms(e.integer)
 			}
 		default:
-			ps.add(file, e.line, e.col, e.path, ErrUnknownKey, "unknown key (a topic has %s)", strings.Join(topicKeys, ", "))
+			ps.add(file, e.line, e.col, path, ErrUnknownKey, "unknown key (a topic has %s)", strings.Join(topicKeys, ", "))
 		}
 	}
 	names := map[string]bool{}
 	for i, tp := range t.Topics {
 		for _, k := range topicKeys {
 			if !seen[i][k] {
-				ps.add(file, tp.Line, 0, "topic", ErrProfile, "topic %d: missing %s", i+1, k)
+				ps.add(file, tp.Line, 0, label(i), ErrProfile, "missing %s", k)
 			}
 		}
 		id := tp.Name + " " + tp.Direction.String()
 		if tp.Name != "" && names[id] {
-			ps.add(file, tp.Line, 0, "topic", ErrProfile, "topic %s (%s) listed twice", tp.Name, tp.Direction)
+			ps.add(file, tp.Line, 0, label(i), ErrProfile, "listed twice (%s)", tp.Direction)
 		}
 		names[id] = true
 	}

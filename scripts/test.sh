@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # The test command of the README: installs what the tests need, then runs vet, staticcheck,
-# the unit and interop tests under the race detector, every fuzz target briefly and every
-# benchmark once. Environment:
-#   FUZZTIME            per fuzz target (default 5s)
-#   ZENOH_PICO_EXAMPLES folder of built zenoh-pico examples (optional; tests say SKIP without it)
+# every fuzz target briefly, every benchmark once, and the unit, interop and end-to-end tests
+# under the race detector. Environment:
+#   FUZZTIME            per fuzz target: an iteration count such as 1000x (default), or a
+#                       duration such as 30s for local runs (Go 1.26's fuzz coordinator can
+#                       fail short duration-bound runs with "context deadline exceeded" on a
+#                       loaded machine, golang/go#75804, so CI uses a count)
+#   ZENOH_PICO_EXAMPLES, ZENOH_PICO_EXAMPLES_2048, ZENOH_PICO_DIR
+#                       folders of built zenoh-pico examples / a zenoh-pico build; optional:
+#                       without them those tests print a SKIP line naming the variable
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$(go env GOPATH)/bin:$PATH"
 TAGS="cyclonedds"
-FUZZTIME="${FUZZTIME:-5s}"
+FUZZTIME="${FUZZTIME:-1000x}"
+LOGDIR="$(mktemp -d -t picobridge-test.XXXXXX)"
 
 echo "== go vet"
 go vet -tags "$TAGS" ./...
@@ -20,14 +26,31 @@ echo "== fuzz (each target ${FUZZTIME})"
 for pkg in $(go list ./...); do
 	for target in $(go test -tags "$TAGS" -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
 		echo "-- $pkg $target"
-		go test -tags "$TAGS" -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >/tmp/picobridge-fuzz.log 2>&1 || {
-			cat /tmp/picobridge-fuzz.log; exit 1; }
+		go test -tags "$TAGS" -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >"$LOGDIR/fuzz.log" 2>&1 || {
+			cat "$LOGDIR/fuzz.log"; exit 1; }
 	done
 done
 
 echo "== benchmarks (once each)"
-go test -tags "$TAGS" -run '^$' -bench . -benchtime 1x ./... >/tmp/picobridge-bench.log 2>&1 || {
-	cat /tmp/picobridge-bench.log; exit 1; }
+go test -tags "$TAGS" -run '^$' -bench . -benchtime 1x ./... >"$LOGDIR/bench.log" 2>&1 || {
+	cat "$LOGDIR/bench.log"; exit 1; }
 
-echo "== tests (race detector)"
-go test -tags "$TAGS" -race -shuffle on -count 1 -timeout 30m ./...
+echo "== tests (race detector; full log: $LOGDIR/test.log)"
+set +e
+go test -tags "$TAGS" -race -shuffle on -count 1 -timeout 30m -v ./... >"$LOGDIR/test.log" 2>&1
+rc=$?
+set -e
+# Package results, skipped tests with their reasons (e.g. SKIP: set ZENOH_PICO_EXAMPLES=...), failures.
+grep -E '^(ok|FAIL|\?) ' "$LOGDIR/test.log" || true
+grep -E '^\s*--- SKIP|^\s+[a-z_]+\.go:[0-9]+: SKIP' "$LOGDIR/test.log" | sort -u || true
+if [ "$rc" -ne 0 ]; then
+	echo "== failures"
+	grep -n -A40 -E '^\s*--- FAIL' "$LOGDIR/test.log" | head -400
+	grep -n -B2 -A30 -E '^panic:|^fatal error:' "$LOGDIR/test.log" | head -200 || true
+	echo "FAIL"
+	exit "$rc"
+fi
+npass=$(grep -cE '^\s*--- PASS' "$LOGDIR/test.log" || true)
+nfail=$(grep -cE '^\s*--- FAIL' "$LOGDIR/test.log" || true)
+nskip=$(grep -cE '^\s*--- SKIP' "$LOGDIR/test.log" || true)
+echo "tests: $npass passed, $nfail failed, $nskip skipped"

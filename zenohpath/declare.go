@@ -23,6 +23,17 @@ const (
 	kindInterestLabel = "interest"
 )
 
+// String names the kind as logs do: subscriber, queryable or token.
+func (k kind) String() string {
+	switch k {
+	case kindSub:
+		return "subscriber"
+	case kindQbl:
+		return "queryable"
+	}
+	return "token"
+}
+
 func (k kind) option() wire.InterestOptions {
 	switch k {
 	case kindSub:
@@ -89,10 +100,9 @@ func (r *Router) handleDeclare(f *face, d *wire.Declare) {
 		// The body's scope (if any) is the sender's (pico); Rust always uses 0.
 		we := b.WireExpr
 		we.Mapping = wire.MappingSender
-		key, ok := f.resolve(we)
-		if !ok {
-			r.metrics.droppedInc(dropUnresolved)
-			f.log.Debug("declare keyexpr: unresolved", "id", b.ID, "wire_expr", we.String())
+		key, cause := f.resolveCause(we)
+		if cause != "" {
+			f.refuseDecl("keyexpr", uint32(b.ID), we, cause)
 			return
 		}
 		f.remoteKeys[b.ID] = key
@@ -121,10 +131,9 @@ func (r *Router) handleDeclare(f *face, d *wire.Declare) {
 // declareEntity records an entity of f and tells the faces that want it.
 // Caller holds r.mu.
 func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, complete bool) {
-	key, ok := f.resolve(we)
-	if !ok {
-		r.metrics.droppedInc(dropUnresolved)
-		f.log.Debug("declare: unresolved key", "kind", k, "id", id, "wire_expr", we.String())
+	key, cause := f.resolveCause(we)
+	if cause != "" {
+		f.refuseDecl(k.String(), id, we, cause)
 		return
 	}
 	if old := f.ents[k][id]; old != nil {

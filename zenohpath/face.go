@@ -68,6 +68,7 @@ type face struct {
 	pending    map[uint32]*query            // request ids we used towards this face
 	originated map[*query]struct{}          // queries this face sent us, still open
 	nextRid    uint32
+	warned     map[string]bool // declaration refusals already logged at WARN, by "what/cause"
 
 	// upstream only: our interest towards it, and ready closed on its DeclareFinal.
 	upInterest uint32
@@ -83,6 +84,7 @@ func newFace(r *Router, l link, zid wire.ZID, w wire.WhatAmI, upstream bool) *fa
 		interests:  map[uint32]*interest{},
 		pending:    map[uint32]*query{},
 		originated: map[*query]struct{}{},
+		warned:     map[string]bool{},
 		ready:      make(chan struct{}),
 	}
 	for k := range f.ents {
@@ -92,10 +94,12 @@ func newFace(r *Router, l link, zid wire.ZID, w wire.WhatAmI, upstream bool) *fa
 	return f
 }
 
-// resolve turns a WireExpr received from this face into a canonical key
+// resolveCause turns a WireExpr received from this face into a canonical key
 // (§9.1): scope 0 is no prefix; M=1 (MappingSender) means the peer declared the
 // scope id, M=0 that we did.
-func (f *face) resolve(w wire.WireExpr) (string, bool) {
+// The second result is "" on success, else why it failed: dropUnresolved
+// (the scope id is unknown) or dropInvalidKey (empty or malformed key).
+func (f *face) resolveCause(w wire.WireExpr) (string, string) {
 	key := w.Suffix
 	if w.Scope != 0 {
 		tbl := f.localKeys
@@ -104,21 +108,40 @@ func (f *face) resolve(w wire.WireExpr) (string, bool) {
 		}
 		prefix, ok := tbl[w.Scope]
 		if !ok {
-			return "", false
+			return "", dropUnresolved
 		}
 		key = prefix + w.Suffix
 	}
 	if key == "" {
-		return "", false
+		return "", dropInvalidKey
 	}
 	if !keyexpr.IsCanonical(key) {
 		c, err := keyexpr.Canonize(key)
 		if err != nil {
-			return "", false
+			return "", dropInvalidKey
 		}
 		key = c
 	}
-	return key, true
+	return key, ""
+}
+
+// refuseDecl counts a declaration (what: subscriber, queryable, token,
+// keyexpr, interest) refused for its key and logs it: at WARN the first time
+// per face, declaration kind and cause, at DEBUG afterwards. Caller holds
+// Router.mu.
+func (f *face) refuseDecl(what string, id uint32, we wire.WireExpr, cause string) {
+	f.r.metrics.droppedInc(cause)
+	msg := "declaration refused: invalid key expression"
+	if cause == dropUnresolved {
+		msg = "declaration refused: unknown key id (scope) in key expression"
+	}
+	args := []any{"declaration", what, "id", id, "key", we.Suffix, "wire_expr", we.String(), "reason", cause}
+	if k := what + "/" + cause; !f.warned[k] {
+		f.warned[k] = true
+		f.log.Warn(msg+" (further ones from this session are logged at debug)", args...)
+		return
+	}
+	f.log.Debug(msg, args...)
 }
 
 // send sends m to the face and counts it; kind is the metrics label.

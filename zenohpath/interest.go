@@ -65,10 +65,9 @@ func (r *Router) handleInterest(f *face, m *wire.Interest) {
 	in := &interest{face: f, id: m.ID, mode: m.Mode, opts: m.Options}
 	valid := true
 	if m.Options&wire.InterestRestricted != 0 {
-		key, ok := f.resolve(m.WireExpr)
-		if !ok {
-			r.metrics.droppedInc(dropUnresolved)
-			f.log.Debug("interest: unresolved key", "id", m.ID, "wire_expr", m.WireExpr.String())
+		key, cause := f.resolveCause(m.WireExpr)
+		if cause != "" {
+			f.refuseDecl("interest", m.ID, m.WireExpr, cause)
 			valid = false
 		}
 		in.key = key

@@ -12,7 +12,8 @@ import (
 //	picobridge_router_routed_total{kind}      counter: messages routed to a face; kind is push,
 //	                                          request, response, response_final, declare or interest
 //	picobridge_router_dropped_total{reason}   counter: messages not delivered; reason is
-//	                                          unresolved_key (unknown scope id or bad key),
+//	                                          unresolved_key (unknown scope id),
+//	                                          invalid_key (empty or malformed key expression),
 //	                                          no_route (no matching subscriber/queryable),
 //	                                          queue_full (DROP message, face queue full),
 //	                                          congestion (BLOCK message, face did not drain in
@@ -31,6 +32,7 @@ type Metrics struct {
 // Drop reasons (label values of picobridge_router_dropped_total).
 const (
 	dropUnresolved   = "unresolved_key"
+	dropInvalidKey   = "invalid_key"
 	dropNoRoute      = "no_route"
 	dropSendFailed   = "send_failed"
 	dropQueueFull    = "queue_full"
@@ -40,8 +42,17 @@ const (
 	dropQueryTimeout = "query_timeout"
 )
 
+// Label values of the bounded label sets, pre-initialised to 0 so that a
+// fresh /metrics shows every series.
+var (
+	routedKinds = []string{"push", "request", "response", "response_final", kindDeclareLabel, kindInterestLabel}
+	dropReasons = []string{dropUnresolved, dropInvalidKey, dropNoRoute, dropSendFailed, dropQueueFull,
+		dropCongestion, dropClosed, dropLateResponse, dropQueryTimeout}
+)
+
 // NewMetrics creates the router collectors and registers them on reg (nil: not
 // registered). Collectors already registered by an earlier call are reused.
+// Every label value of routed_total and dropped_total starts at 0.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		faces: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -57,6 +68,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Network messages the router did not deliver, by reason.",
 		}, []string{"reason"}),
 	}
+	defer func() {
+		if m != nil {
+			for _, k := range routedKinds {
+				m.routed.WithLabelValues(k)
+			}
+			for _, r := range dropReasons {
+				m.dropped.WithLabelValues(r)
+			}
+		}
+	}()
 	if reg == nil {
 		return m, nil
 	}

@@ -55,10 +55,10 @@ func (r *Router) handleRequest(f *face, m *wire.Request) {
 		r.mu.Unlock()
 		return
 	}
-	key, ok := f.resolve(m.WireExpr)
-	if !ok {
+	key, cause := f.resolveCause(m.WireExpr)
+	if cause != "" {
 		r.mu.Unlock()
-		r.metrics.droppedInc(dropUnresolved)
+		r.metrics.droppedInc(cause)
 		f.send(&wire.ResponseFinal{ID: m.ID}, controlOptions, "response_final")
 		return
 	}
@@ -137,11 +137,11 @@ func (r *Router) handleResponse(f *face, m *wire.Response) {
 		r.metrics.droppedInc(dropLateResponse)
 		return
 	}
-	key, ok := f.resolve(m.WireExpr)
+	key, cause := f.resolveCause(m.WireExpr)
 	origin, rid := q.origin, q.rid
 	r.mu.Unlock()
-	if !ok {
-		r.metrics.droppedInc(dropUnresolved)
+	if cause != "" {
+		r.metrics.droppedInc(cause)
 		return
 	}
 	out := wire.Response{

@@ -279,11 +279,11 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 		r.mu.Unlock()
 		return
 	}
-	key, ok := f.resolve(m.WireExpr)
-	if !ok {
+	key, cause := f.resolveCause(m.WireExpr)
+	if cause != "" {
 		r.mu.Unlock()
-		r.metrics.droppedInc(dropUnresolved)
-		f.log.Debug("push: unresolved key", "wire_expr", m.WireExpr.String())
+		r.metrics.droppedInc(cause)
+		f.log.Debug("push: dropped, bad key", "reason", cause, "wire_expr", m.WireExpr.String())
 		return
 	}
 	targets := r.subRoutes[key]

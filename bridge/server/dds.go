@@ -35,6 +35,7 @@ type outRoute struct {
 	writers map[ddspath.GUID]bool
 	samples atomic.Uint64
 	errors  atomic.Uint64
+	loss    lossTracker
 }
 
 type inRoute struct {
@@ -54,7 +55,11 @@ func startDDS(ctx context.Context, s *Server, cfg ddspath.Config) (*ddsBridge, e
 	}
 	b := &ddsBridge{s: s, p: p, events: make(chan ddspath.Endpoint, 1024),
 		out: map[string]*outRoute{}, in: map[string]*inRoute{}}
-	b.wg.Add(2)
+	b.wg.Add(3)
+	go func() {
+		defer b.wg.Done()
+		b.pollLossLoop(ctx)
+	}()
 	go func() {
 		defer b.wg.Done()
 		defer close(b.events)
@@ -151,7 +156,8 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 		b.s.stats.routes.WithLabelValues(dirToZenoh).Dec()
 		b.mu.Unlock()
 		_ = r.reader.Close()
-		log.Info("route DDS → Zenoh removed (no DDS writer left)", "key", r.route.Key, "samples", r.samples.Load())
+		b.pollLoss(r) // the closed reader keeps its last counts
+		log.Info("route DDS → Zenoh removed (no DDS writer left)", "key", r.route.Key, "samples", r.samples.Load(), "dropped", r.loss.total())
 	case ddspath.Subscription:
 		b.mu.Lock()
 		r := b.in[e.Topic]
@@ -300,7 +306,7 @@ func (b *ddsBridge) status() []RouteStatus {
 	out := make([]RouteStatus, 0, len(b.out)+len(b.in))
 	for _, r := range b.out {
 		out = append(out, RouteStatus{Route: r.route, Direction: dirToZenoh, QoS: r.qos.String(),
-			Endpoints: len(r.writers), Samples: r.samples.Load(), Errors: r.errors.Load()})
+			Endpoints: len(r.writers), Samples: r.samples.Load(), Errors: r.errors.Load(), Dropped: r.loss.total()})
 	}
 	for _, r := range b.in {
 		out = append(out, RouteStatus{Route: r.route, Direction: dirToDDS, QoS: r.qos.String(),
@@ -313,4 +319,87 @@ func (b *ddsBridge) status() []RouteStatus {
 		return out[i].Direction < out[j].Direction
 	})
 	return out
+}
+
+// DDS-input drop reasons of picobridge_dds_samples_dropped_total (docs/metrics.md).
+const (
+	reasonDDSSampleLost     = "dds_sample_lost"     // Cyclone SAMPLE_LOST
+	reasonDDSSampleRejected = "dds_sample_rejected" // Cyclone SAMPLE_REJECTED (reader cache limits)
+	reasonDDSSeqGap         = "dds_seq_gap"         // writer sequence numbers the reader never got (Reader.Stats Gaps)
+	reasonQueueFull         = "queue_full"          // the route's reader queue overflowed (DropOldest)
+)
+
+// lossPollInterval is how often the DDS → Zenoh readers' loss counters are
+// read into the metrics.
+const lossPollInterval = time.Second
+
+// lossTracker turns a reader's cumulative loss counters into metric
+// increments and a warning once per route and reason.
+type lossTracker struct {
+	mu                   sync.Mutex
+	lost, rejected, gaps uint64
+	dropped              uint64
+	warned               map[string]bool
+	sum                  atomic.Uint64
+}
+
+func (l *lossTracker) total() uint64 { return l.sum.Load() }
+
+// pollLossLoop reads every DDS → Zenoh route's reader counters each
+// lossPollInterval until ctx is done.
+func (b *ddsBridge) pollLossLoop(ctx context.Context) {
+	t := time.NewTicker(lossPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		b.mu.Lock()
+		routes := make([]*outRoute, 0, len(b.out))
+		for _, r := range b.out {
+			routes = append(routes, r)
+		}
+		b.mu.Unlock()
+		for _, r := range routes {
+			b.pollLoss(r)
+		}
+	}
+}
+
+// pollLoss accounts what r's reader lost since the last poll: Cyclone's
+// SAMPLE_LOST and SAMPLE_REJECTED, the writers' sequence numbers it never
+// got, and the reader queue's overflow drops.
+func (b *ddsBridge) pollLoss(r *outRoute) {
+	st := r.reader.Stats()
+	l := &r.loss
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range []struct {
+		reason string
+		last   *uint64
+		cur    uint64
+	}{
+		{reasonDDSSampleLost, &l.lost, st.Lost},
+		{reasonDDSSampleRejected, &l.rejected, st.Rejected},
+		{reasonDDSSeqGap, &l.gaps, st.Gaps},
+		{reasonQueueFull, &l.dropped, st.Dropped},
+	} {
+		if c.cur <= *c.last {
+			continue
+		}
+		d := c.cur - *c.last
+		*c.last = c.cur
+		l.sum.Add(d)
+		b.s.stats.dropped.WithLabelValues(dirToZenoh, r.route.Topic, c.reason).Add(float64(d))
+		if l.warned == nil {
+			l.warned = map[string]bool{}
+		}
+		if !l.warned[c.reason] {
+			l.warned[c.reason] = true
+			b.s.log.Warn("dropping samples: DDS input of route (logged once per cause and route)",
+				"topic", r.route.Topic, "key", r.route.Key, "direction", dirToZenoh, "reason", c.reason, "count", c.cur)
+		}
+	}
 }

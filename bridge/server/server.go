@@ -331,6 +331,7 @@ type RouteStatus struct {
 	Endpoints int    `json:"dds_endpoints"` // remote writers (dds_to_zenoh) or readers (zenoh_to_dds)
 	Samples   uint64 `json:"samples"`
 	Errors    uint64 `json:"errors"`
+	Dropped   uint64 `json:"dropped,omitempty"` // DDS-input drops (dds_to_zenoh): lost, rejected, sequence gaps, reader queue full
 }
 
 func (s *Server) onModeChange(c bridge.ModeChange) {
@@ -377,6 +378,7 @@ type serverMetrics struct {
 	samples *prometheus.CounterVec
 	errors  *prometheus.CounterVec
 	routes  *prometheus.GaugeVec
+	dropped *prometheus.CounterVec
 	devices prometheus.Gauge
 }
 
@@ -394,6 +396,10 @@ func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 			Namespace: "picobridge", Subsystem: "dds", Name: "routes",
 			Help: "Bridged DDS topics, by direction.",
 		}, []string{"direction"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "picobridge", Subsystem: "dds", Name: "samples_dropped_total",
+			Help: "Samples lost at a route's DDS input before they were bridged, by direction, ROS topic and reason (dds_sample_lost, dds_sample_rejected, dds_seq_gap, queue_full).",
+		}, []string{"direction", "topic", "reason"}),
 		devices: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "picobridge", Subsystem: "router", Name: "device_faces",
 			Help: "Router faces identified as devices (served through the bridge lanes).",
@@ -404,7 +410,7 @@ func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 		m.errors.WithLabelValues(d)
 		m.routes.WithLabelValues(d)
 	}
-	reg.MustRegister(m.samples, m.errors, m.routes, m.devices)
+	reg.MustRegister(m.samples, m.errors, m.routes, m.dropped, m.devices)
 	return m
 }
 

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -203,6 +204,9 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 	if !(opts.Speed > 0) || math.IsInf(opts.Speed, 0) {
 		return fmt.Errorf("--rate %v must be a positive number", opts.Speed)
 	}
+	if opts.Duration < 0 {
+		return fmt.Errorf("--duration %v must not be negative (0 = no limit)", opts.Duration)
+	}
 	if opts.Realtime && !opts.DryRun {
 		return errors.New("--realtime only applies to --dry-run")
 	}
@@ -252,6 +256,9 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 	}
 	sort.Strings(fixedTopics)
 	for _, n := range fixedTopics {
+		if _, ok := b.Topic(n); !ok {
+			return fmt.Errorf("--fixed-rate: %w: %q (the bag has %s)", rosbag.ErrUnknownTopic, n, strings.Join(names, ", "))
+		}
 		if len(opts.Topics) > 0 && !inSel[n] {
 			return fmt.Errorf("--fixed-rate topic %s is not among --topics", n)
 		}
@@ -268,7 +275,18 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 
 	eopt := replay.Options{RewriteStamps: !opts.KeepStamps, Duration: opts.Duration}
 	var sink replay.Sink
+	var pipe *epipeWriter
 	if opts.DryRun {
+		// `bag replay --dry-run | head`: get EPIPE instead of dying on SIGPIPE,
+		// then stop the replay and exit quietly.
+		sigpipe := make(chan os.Signal, 1)
+		signal.Notify(sigpipe, syscall.SIGPIPE)
+		defer signal.Stop(sigpipe)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		pipe = &epipeWriter{w: stdout, cancel: cancel}
+		stdout = pipe
 		clock := replay.Clock(replay.WallClock{})
 		start := time.Now()
 		if !opts.Realtime {
@@ -291,11 +309,33 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 
 	e := replay.New(sink, eopt, sources...)
 	err = e.Run(ctx)
+	if pipe != nil && pipe.broken.Load() {
+		return nil // the reader went away (e.g. head): nothing more to say
+	}
 	printReplayStats(stderr, e.Stats())
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return err
+}
+
+// epipeWriter cancels the replay on the first EPIPE (the reader of stdout is gone).
+type epipeWriter struct {
+	w      io.Writer
+	cancel context.CancelFunc
+	broken atomic.Bool
+}
+
+func (p *epipeWriter) Write(b []byte) (int, error) {
+	if p.broken.Load() {
+		return 0, syscall.EPIPE
+	}
+	n, err := p.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		p.broken.Store(true)
+		p.cancel()
+	}
+	return n, err
 }
 
 func printReplayStats(w io.Writer, st replay.Stats) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,8 +52,8 @@ func TestBagInfo(t *testing.T) {
 			imu = l
 		}
 	}
-	require.Equal(t, []string{"/scan", "sensor_msgs/msg/LaserScan", "cdr", "896", "7.27", "Hz", "1347584", "1504", "B", "reliable", "volatile", "unknown"}, strings.Fields(scan))
-	require.Equal(t, []string{"/imu_data", "sensor_msgs/msg/Imu", "cdr", "3698", "30.00", "Hz", "1198152", "324", "B", "reliable", "volatile", "unknown"}, strings.Fields(imu))
+	require.Equal(t, []string{"/scan", "sensor_msgs/msg/LaserScan", "cdr", "896", "7.27", "Hz", "1347584", "1504", "B", "reliable", "volatile", "history=unknown(3)"}, strings.Fields(scan))
+	require.Equal(t, []string{"/imu_data", "sensor_msgs/msg/Imu", "cdr", "3698", "30.00", "Hz", "1198152", "324", "B", "reliable", "volatile", "history=unknown(3)"}, strings.Fields(imu))
 
 	_, _, err = runCLI(t, "bag", "info", t.TempDir())
 	require.Error(t, err)
@@ -119,6 +120,33 @@ func TestBagReplayErrors(t *testing.T) {
 	}
 	_, _, err := runCLI(t, "bag", "replay", dir)
 	require.ErrorContains(t, err, "--dry-run")
+
+	_, _, err = runCLI(t, "bag", "replay", "--dry-run", "--duration", "-1s", dir)
+	require.ErrorContains(t, err, "--duration -1s must not be negative")
+	_, _, err = runCLI(t, "bag", "replay", "--dry-run", "--rate", "-2", dir)
+	require.ErrorContains(t, err, "--rate -2")
+	_, _, err = runCLI(t, "bag", "replay", "--dry-run", "--fixed-rate", "/nope=10", dir)
+	require.ErrorContains(t, err, `--fixed-rate: rosbag: unknown topic: "/nope" (the bag has `)
+	require.ErrorContains(t, err, "/scan")
+}
+
+// pipeWriter fails with EPIPE after n writes, like stdout piped into head.
+type pipeWriter struct{ n int }
+
+func (p *pipeWriter) Write(b []byte) (int, error) {
+	if p.n == 0 {
+		return 0, syscall.EPIPE
+	}
+	p.n--
+	return len(b), nil
+}
+
+func TestBagReplayBrokenPipe(t *testing.T) {
+	dir := rosbagtest.MumbleBag(t, "no_loop_room")
+	var errOut bytes.Buffer
+	err := runBagReplay(context.Background(), &pipeWriter{n: 10}, &errOut, bagReplayOptions{Bag: dir, Speed: 1, DryRun: true})
+	require.NoError(t, err)
+	require.Empty(t, errOut.String())
 }
 
 // fakeSink stands in for the DDS output the lead plugs into newReplaySink.

@@ -68,14 +68,22 @@ every value carries the rung (and file and line, or variable) that set it.`,
 }
 
 func newKnobsListCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--json]",
 		Short: "Print the knob registry (type, unit, range, default, environment names, meaning)",
 		Args:  cobra.NoArgs,
+		// Use already shows the flags.
+		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				return knobs.WriteRegistryJSON(cmd.OutOrStdout())
+			}
 			return knobs.WriteRegistry(cmd.OutOrStdout())
 		},
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	return cmd
 }
 
 func newKnobsExplainCommand() *cobra.Command {
@@ -107,8 +115,9 @@ func newKnobsExplainCommand() *cobra.Command {
 func newKnobsAdviseCommand() *cobra.Command {
 	var f knobsFlags
 	var traffic string
+	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "advise --platform P [--board B] --traffic FILE",
+		Use:   "advise --platform P [--board B] --traffic FILE [--json]",
 		Short: "Recommend TX tuning (batching, split lock, express, socket timeout) for a device's traffic",
 		Args:  cobra.NoArgs,
 		// Use already shows the flags.
@@ -122,10 +131,15 @@ func newKnobsAdviseCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return knobs.WriteAdvice(cmd.OutOrStdout(), knobs.Advise(r, t))
+			a := knobs.Advise(r, t)
+			if asJSON {
+				return knobs.WriteAdviceJSON(cmd.OutOrStdout(), a)
+			}
+			return knobs.WriteAdvice(cmd.OutOrStdout(), a)
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of tables")
 	cmd.Flags().StringVar(&traffic, "traffic", "", "traffic TOML file: [[topic]] name, direction (pub|sub), rate_hz, size_bytes, latency_budget_ms")
 	_ = cmd.MarkFlagRequired("traffic")
 	return cmd

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/knobs"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -86,7 +88,7 @@ func TestKnobsErrors(t *testing.T) {
 		{[]string{"knobs", "explain", "--platform", "vxworks"},
 			`platform: no platform named "vxworks" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`, 2},
 		{[]string{"knobs", "explain", "--platform", "freertos", "--board", "native_sim"},
-			"firmware/boards/zephyr/native_sim.toml: platform: board native_sim is for platform zephyr, not freertos", 2},
+			"firmware/boards/zephyr/native_sim.toml:5: platform: board native_sim is for platform zephyr, not freertos", 2},
 		{[]string{"knobs", "explain", "--platform", "zephyr", "--env", "/nonexistent/prj.conf"},
 			"/nonexistent/prj.conf: --env: cannot read env file: no such file or directory", 2},
 		{[]string{"knobs", "advise", "--platform", "zephyr"},
@@ -101,12 +103,31 @@ func TestKnobsErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "traffic.toml")
 	require.NoError(t, os.WriteFile(bad, []byte("[[topic]]\nname = \"/a\"\ndirection = \"pub\"\nrate_hz = 1\nsize_bytes = 8\nlatency_budget = 10\n"), 0o644))
 	_, err := run(t, "knobs", "advise", "--platform", "zephyr", "--traffic", bad)
-	require.EqualError(t, err, bad+":6:1: topic[0].latency_budget: unknown key (a topic has name, direction, rate_hz, size_bytes, latency_budget_ms)\n"+
-		bad+":1: topic: topic 1: missing latency_budget_ms")
+	require.EqualError(t, err, bad+":6:1: topic \"/a\".latency_budget: unknown key (a topic has name, direction, rate_hz, size_bytes, latency_budget_ms)\n"+
+		bad+":1: topic \"/a\": missing latency_budget_ms")
 	require.Equal(t, 2, exitCode(err))
 
 	t.Setenv("ZPICO_TX_BATCH", "sometimes")
 	_, err = run(t, "knobs", "explain", "--platform", "zephyr")
 	require.EqualError(t, err, `environment: ZPICO_TX_BATCH: cannot parse "sometimes" as a bool (want y/n, 1/0, true/false)`)
 	require.Equal(t, 2, exitCode(err))
+}
+
+func TestKnobsJSON(t *testing.T) {
+	out, err := run(t, "knobs", "advise", "--platform", "zephyr", "--board", "native_sim", "--process-env=false",
+		"--traffic", "../../firmware/examples/traffic-scan-imu.toml", "--json")
+	require.NoError(t, err)
+	var adv knobs.AdviceJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &adv))
+	require.Equal(t, "native_sim", adv.Board)
+	require.NotEmpty(t, adv.Settings)
+	require.NotEmpty(t, adv.Topics)
+	require.Equal(t, "zenoh.tx.batch", adv.Settings[0].ID)
+
+	out, err = run(t, "knobs", "list", "--json")
+	require.NoError(t, err)
+	var list []knobs.RegistryKnobJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &list))
+	require.Len(t, list, len(knobs.Registry()))
+	require.Equal(t, "zenoh.tx.batch", list[0].ID)
 }

@@ -66,23 +66,26 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 
 // parseZID parses a ZID written as zenohd prints it: the 128-bit integer in
 // hex, most significant digit first (wire.ZID.String).
-func parseZID(s string) (wire.ZID, error) {
-	s = strings.TrimPrefix(strings.ToLower(s), "0x")
+func parseZID(in string) (wire.ZID, error) {
+	bad := func() (wire.ZID, error) {
+		return wire.ZID{}, fmt.Errorf("--id %q: want 1 to 32 hex digits (0-9, a-f, optional 0x prefix), not all zero", in)
+	}
+	s := strings.TrimPrefix(strings.ToLower(in), "0x")
 	if s == "" || len(s) > 32 {
-		return wire.ZID{}, fmt.Errorf("--id %q: want 1 to 32 hex digits", s)
+		return bad()
 	}
 	if len(s)%2 == 1 {
 		s = "0" + s
 	}
 	b, err := hex.DecodeString(s)
 	if err != nil {
-		return wire.ZID{}, fmt.Errorf("--id %q: %w", s, err)
+		return bad()
 	}
 	for len(b) > 1 && b[0] == 0 {
 		b = b[1:]
 	}
 	if len(b) == 1 && b[0] == 0 {
-		return wire.ZID{}, fmt.Errorf("--id: must not be zero")
+		return bad()
 	}
 	for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
 		b[i], b[j] = b[j], b[i]
@@ -98,11 +101,45 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
+// Bounds of the router flags.
+const (
+	// minRouterLease is the smallest --lease: with less, keep-alives
+	// (lease/4) go out every few ms and pico peers, which poll their lease
+	// at a coarse tick, expire us. zenohd's default is 10 s; 1 s is the
+	// shortest lease in common use.
+	minRouterLease = time.Second
+	maxRouterLease = transport.MaxLease
+)
+
+// validate checks every flag before anything starts.
+func (o *routerOptions) validate() error {
+	if o.lease < minRouterLease || o.lease > maxRouterLease {
+		return fmt.Errorf("--lease %s: want %s to %s", o.lease, minRouterLease, maxRouterLease)
+	}
+	if o.batch < transport.MinBatchSize {
+		return fmt.Errorf("--batch-size %d: want %d to 65535 bytes", o.batch, transport.MinBatchSize)
+	}
+	for _, ep := range o.listen {
+		if _, err := transport.ParseEndpoint(ep); err != nil {
+			return fmt.Errorf("--listen: %w", err)
+		}
+	}
+	for _, ep := range o.connect {
+		if _, err := transport.ParseEndpoint(ep); err != nil {
+			return fmt.Errorf("--connect: %w", err)
+		}
+	}
+	return nil
+}
+
 // runRouter runs the router until ctx is done. ready, if set, receives the
 // router once every listener is up (tests).
 func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]byte) (int, error) }, ready func(*zenohpath.Router, []string)) error {
 	level, err := parseLevel(o.logLevel)
 	if err != nil {
+		return err
+	}
+	if err := o.validate(); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))

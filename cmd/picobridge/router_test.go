@@ -83,3 +83,38 @@ func TestRouterCommandFlags(t *testing.T) {
 	err := runRouter(context.Background(), routerOptions{logLevel: "loud"}, &interop.SyncBuffer{}, nil)
 	require.ErrorContains(t, err, "--log-level")
 }
+
+// TestRouterFlagValidation: bad flags fail at start with an error naming the
+// flag and the allowed range, before anything listens or dials.
+func TestRouterFlagValidation(t *testing.T) {
+	ok := routerOptions{listen: []string{"tcp/127.0.0.1:0"}, lease: 10 * time.Second, batch: 65535, logLevel: "info"}
+	for _, tc := range []struct {
+		name string
+		mod  func(*routerOptions)
+		want string
+	}{
+		{"lease zero", func(o *routerOptions) { o.lease = 0 }, "--lease 0s: want 1s to 1h0m0s"},
+		{"lease negative", func(o *routerOptions) { o.lease = -5 * time.Second }, "--lease -5s"},
+		{"lease 1ms", func(o *routerOptions) { o.lease = time.Millisecond }, "--lease 1ms: want 1s"},
+		{"lease huge", func(o *routerOptions) { o.lease = 2 * time.Hour }, "--lease 2h0m0s"},
+		{"batch small", func(o *routerOptions) { o.batch = 10 }, "--batch-size 10: want 64 to 65535"},
+		{"connect bogus", func(o *routerOptions) { o.connect = []string{"bogus"} }, `--connect: transport: endpoint "bogus"`},
+		{"connect no port", func(o *routerOptions) { o.connect = []string{"tcp/host"} }, "missing port"},
+		{"connect bad port", func(o *routerOptions) { o.connect = []string{"tcp/host:99999"} }, "want 0 to 65535"},
+		{"listen bogus", func(o *routerOptions) { o.listen = []string{"quic/x:1"} }, "--listen:"},
+		{"id", func(o *routerOptions) { o.id = "xyz" }, `--id "xyz": want 1 to 32 hex digits`},
+		{"id zero", func(o *routerOptions) { o.id = "0x000" }, `--id "0x000"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := ok
+			tc.mod(&o)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := runRouter(ctx, o, &interop.SyncBuffer{}, func(*zenohpath.Router, []string) { t.Fatal("router started") })
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	o := ok
+	o.lease, o.batch = time.Second, 64
+	require.NoError(t, o.validate())
+}

@@ -52,9 +52,13 @@ FILE is a .zvec transcript; "-" reads stdin, where each line is either a bare
 hex batch (content without the 2-byte TCP length prefix) or a .zvec data line.
 Keys are resolved per connection (DeclareKeyExpr tables of both sides, M flag);
 FRAGMENT trains are reassembled. A batch that does not decode is reported with
-its line and byte offset, and the command exits with status 2. With --check,
-each description is compared with the file's "# expect:" line (status 3 on a
-difference).`,
+its line and byte offset, and the command exits with status 2; so is an empty
+input ("no batches") and a batch longer than 65535 bytes (the u16 TCP length
+prefix). With --check (file or stdin alike), each description is compared
+with the file's "# expect:" line and a summary "N/M lines match their
+# expect:" ends stderr; status 3 on a difference, on an expect line that is
+malformed, names a data line the file does not have or the wrong direction,
+and on an input without any expect line.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runWireDecode(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], check)
@@ -65,27 +69,45 @@ difference).`,
 	return cmd
 }
 
+// maxBatch is the largest batch a 2-byte TCP length prefix can carry.
+const maxBatch = 0xffff
+
 func runWireDecode(stdin io.Reader, stdout, stderr io.Writer, name string, check bool) error {
-	var lines []zvec.Line
-	var file *zvec.File
+	var data []byte
+	var err error
 	if name == "-" {
-		var err error
-		if lines, err = zvec.ParseHex(stdin); err != nil {
-			return fmt.Errorf("stdin: %w", err)
-		}
+		data, err = io.ReadAll(stdin)
+		name = "stdin"
 	} else {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			return err
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return err
+	}
+	// The same parsing for a path and for stdin: a .zvec transcript first
+	// (with its # expect: lines), else bare hex lines.
+	var lines []zvec.Line
+	file, err := zvec.ParseLenient(bytes.NewReader(data))
+	if err == nil {
+		lines = file.Lines
+	} else if lines, err = zvec.ParseHex(bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("%s: neither a .zvec transcript nor hex lines: %w", name, err)
+	}
+	if len(lines) == 0 {
+		return &wireError{exitDecodeError, name + ": no batches"}
+	}
+	badExpects := 0
+	if check {
+		if file == nil || file.Expects == 0 {
+			return &wireError{exitExpectMismatch, name + ": --check: no # expect: lines to compare with"}
 		}
-		if file, err = zvec.Parse(bytes.NewReader(data)); err == nil {
-			lines = file.Lines
-		} else if lines, err = zvec.ParseHex(bytes.NewReader(data)); err != nil {
-			return fmt.Errorf("%s: neither a .zvec transcript nor hex lines: %w", name, err)
+		for _, e := range file.ExpectErrors {
+			badExpects++
+			fmt.Fprintf(stderr, "%s: %v\n", name, e)
 		}
 	}
 	d := zvec.NewDescriber()
-	failed, mismatched := 0, 0
+	failed, mismatched, expected, matched := 0, 0, 0, 0
 	for _, l := range lines {
 		if file != nil && file.NewConnectionAfter(l.N-1) {
 			d.Reset()
@@ -94,12 +116,23 @@ func runWireDecode(stdin io.Reader, stdout, stderr io.Writer, name string, check
 		if l.Dir != "" {
 			prefix = fmt.Sprintf("%d %s", l.Ms, l.Dir)
 		}
+		tooLong := len(l.Batch) > maxBatch
+		if tooLong {
+			failed++
+			fmt.Fprintf(stderr, "%s: batch %d (input line %d): %d bytes > %d: a TCP batch cannot exceed its u16 length prefix\n",
+				name, l.N, l.Source, len(l.Batch), maxBatch)
+		}
 		descs, err := d.Batch(l.Dir, l.Batch)
 		for _, s := range descs {
 			fmt.Fprintf(stdout, "%s %s\n", prefix, s)
 		}
+		if check && l.Expect != "" {
+			expected++
+		}
 		if err != nil {
-			failed++
+			if !tooLong {
+				failed++
+			}
 			fmt.Fprintf(stderr, "%s: %s\n", name, decodeFailure(name, l, err))
 			continue
 		}
@@ -107,14 +140,28 @@ func runWireDecode(stdin io.Reader, stdout, stderr io.Writer, name string, check
 			if got := strings.Join(descs, " | "); got != l.Expect {
 				mismatched++
 				fmt.Fprintf(stderr, "%s: line %d: got    %s\n%s: line %d: expect %s\n", name, l.N, got, name, l.N, l.Expect)
+			} else {
+				matched++
 			}
 		}
+	}
+	if check {
+		fmt.Fprintf(stderr, "%s: %d/%d lines match their # expect:", name, matched, expected)
+		if n := len(lines) - expected; n > 0 {
+			fmt.Fprintf(stderr, " (%d of %d data lines have none)", n, len(lines))
+		}
+		if badExpects > 0 {
+			fmt.Fprintf(stderr, "; %d bad # expect: lines", badExpects)
+		}
+		fmt.Fprintln(stderr)
 	}
 	switch {
 	case failed > 0:
 		return &wireError{exitDecodeError, fmt.Sprintf("%d of %d batches did not decode", failed, len(lines))}
 	case mismatched > 0:
-		return &wireError{exitExpectMismatch, fmt.Sprintf("%d of %d batches differ from their # expect: line", mismatched, len(lines))}
+		return &wireError{exitExpectMismatch, fmt.Sprintf("%d of %d batches differ from their # expect: line", mismatched, expected)}
+	case badExpects > 0:
+		return &wireError{exitExpectMismatch, fmt.Sprintf("%d # expect: lines do not fit the transcript (first at line %d)", badExpects, file.ExpectErrors[0].Source)}
 	}
 	return nil
 }

@@ -91,4 +91,60 @@ func TestWireDecodeErrors(t *testing.T) {
 	// missing file
 	_, _, err = runWireCLI(t, "", "wire", "decode", filepath.Join(t.TempDir(), "nope.zvec"))
 	require.Error(t, err)
+
+	// an empty input has no batches
+	_, _, err = runWireCLI(t, "# only a comment\n", "wire", "decode", "-")
+	require.ErrorContains(t, err, "stdin: no batches")
+	require.Equal(t, exitDecodeError, exitCode(err))
+
+	// a malformed data line names its direction, not a hex error
+	_, _, err = runWireCLI(t, "0 X>Y 0000\n", "wire", "decode", "-")
+	require.ErrorContains(t, err, `line 1: direction "X>Y" (want D>G or G>D)`)
+
+	// a batch longer than a u16 length prefix allows
+	_, stderr, err = runWireCLI(t, strings.Repeat("04", 70000)+"\n", "wire", "decode", "-")
+	require.Equal(t, exitDecodeError, exitCode(err))
+	require.Contains(t, stderr, "70000 bytes > 65535")
+}
+
+func TestWireDecodeCheck(t *testing.T) {
+	write := func(s string) string {
+		p := filepath.Join(t.TempDir(), "x.zvec")
+		require.NoError(t, os.WriteFile(p, []byte(s), 0o644))
+		return p
+	}
+	good := "# expect: D>G line 1 = KEEP_ALIVE\n# expect: G>D line 2 = CLOSE session reason=5(EXPIRED)\n0 D>G 04\n1 G>D 2305\n"
+	_, stderr, err := runWireCLI(t, "", "wire", "decode", "--check", write(good))
+	require.NoError(t, err)
+	require.Contains(t, stderr, "2/2 lines match their # expect:")
+
+	bad := map[string]string{
+		"no such data line": good + "# expect: D>G line 9 = KEEP_ALIVE\n",
+		"wrong direction":   "# expect: G>D line 1 = KEEP_ALIVE\n0 D>G 04\n",
+		"unparsable":        "# expect: D>G line x = KEEP_ALIVE\n0 D>G 04\n",
+		"mismatch":          "# expect: D>G line 1 = CLOSE\n0 D>G 04\n",
+	}
+	want := map[string]string{
+		"no such data line": "line 5: # expect: data line 9 does not exist (the file has 2 data lines)",
+		"wrong direction":   "line 1: # expect: data line 1 is D>G, the expect says G>D",
+		"unparsable":        `line 1: # expect: data line number "x"`,
+		"mismatch":          "line 1: expect CLOSE",
+	}
+	for name, in := range bad {
+		// a path and stdin behave the same
+		for _, args := range [][]string{{"wire", "decode", "--check", write(in)}, {"wire", "decode", "--check", "-"}} {
+			_, stderr, err := runWireCLI(t, in, args...)
+			require.Error(t, err, name)
+			require.Equal(t, exitExpectMismatch, exitCode(err), name)
+			require.Contains(t, stderr, want[name], name)
+		}
+		// without --check the expect lines are not looked at
+		_, _, err := runWireCLI(t, in, "wire", "decode", "-")
+		require.NoError(t, err, name)
+	}
+
+	// --check without any expect line
+	_, _, err = runWireCLI(t, "0 D>G 04\n", "wire", "decode", "--check", "-")
+	require.Equal(t, exitExpectMismatch, exitCode(err))
+	require.ErrorContains(t, err, "no # expect: lines")
 }

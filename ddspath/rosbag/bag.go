@@ -141,7 +141,7 @@ func (b *Bag) dirFiles(dir string) ([]string, error) {
 		slices.SortFunc(files, naturalCompare)
 		return files, nil
 	default:
-		return nil, fmt.Errorf("rosbag: %s: %w", dir, err)
+		return nil, err // already "rosbag: ..." and naming the file: wrap once
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,7 +92,7 @@ func TestOpenRealBags(t *testing.T) {
 				require.True(t, q.Deadline.IsInfinite())
 				require.True(t, q.LivelinessLeaseDuration.IsInfinite())
 				require.Equal(t, time.Duration(1<<63-1), q.Lifespan.Std())
-				require.Equal(t, "reliable volatile unknown", q.String())
+				require.Equal(t, "reliable volatile history=unknown(3)", q.String())
 				// Metadata agrees with the database.
 				for _, mt := range b.Metadata.Topics {
 					if mt.TopicMetadata.Name == tp.Name {
@@ -244,6 +245,7 @@ func TestOpenErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(badYAML, MetadataFile), []byte("rosbag2_bagfile_information: [\n"), 0o644))
 	_, err = Open(badYAML)
 	require.ErrorIs(t, err, ErrCorrupt)
+	require.Equal(t, 1, strings.Count(err.Error(), "rosbag:"), "wrapped once: %v", err)
 
 	// A dangling topic_id is corruption, not a crash.
 	dangling := t.TempDir()

@@ -55,7 +55,7 @@ type metaFile struct {
 func readMetadata(path string) (*Metadata, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rosbag: %w", err) // the *fs.PathError names the file
 	}
 	var doc struct {
 		Info *Metadata `yaml:"rosbag2_bagfile_information"`

@@ -171,11 +171,17 @@ type QoSProfile struct {
 	AvoidROSNamespaceConventions bool        `yaml:"avoid_ros_namespace_conventions"`
 }
 
-// String gives a compact one-line form, e.g. "reliable volatile keep_last(10)".
+// String gives a compact one-line form, e.g. "reliable volatile keep_last(10)"; a history
+// other than keep_last/keep_all is labelled, e.g. "reliable volatile history=unknown(3)".
 func (q QoSProfile) String() string {
 	h := q.History.String()
-	if q.History == HistoryKeepLast {
+	switch q.History {
+	case HistoryKeepLast:
 		h += "(" + strconv.Itoa(q.Depth) + ")"
+	case HistoryKeepAll:
+	default:
+		// Labelled: a bare "unknown" after the durability reads as a third durability word.
+		h = "history=" + h + "(" + strconv.Itoa(int(q.History)) + ")"
 	}
 	s := q.Reliability.String() + " " + q.Durability.String() + " " + h
 	if !q.Deadline.IsInfinite() && q.Deadline != (Duration{}) {
@@ -195,7 +201,7 @@ func ParseQoSProfiles(text string) ([]QoSProfile, error) {
 	}
 	var out []QoSProfile
 	if err := yaml.Unmarshal([]byte(text), &out); err != nil {
-		return nil, fmt.Errorf("rosbag: offered_qos_profiles: %w", err)
+		return nil, fmt.Errorf("offered_qos_profiles: %w", err)
 	}
 	return out, nil
 }

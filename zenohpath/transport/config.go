@@ -19,6 +19,12 @@ const (
 	// DefaultLease is the lease we announce in OPEN (Z_TRANSPORT_LEASE and
 	// Rust transport/link/tx/lease: 10 s).
 	DefaultLease = 10 * time.Second
+	// MinLease and MaxLease bound Config.Lease: a positive value outside
+	// them is clamped (a lease of a few ms makes the keep-alive timer spin
+	// and peers expire us between two scheduler ticks). The floor is low
+	// for tests; `picobridge router --lease` enforces 1 s.
+	MinLease = 100 * time.Millisecond
+	MaxLease = time.Hour
 	// DefaultKeepAliveDivisor: KEEP_ALIVE after lease/4 of TX silence (Rust
 	// keep_alive = 4; pico uses 3, §6).
 	DefaultKeepAliveDivisor = 4
@@ -32,6 +38,12 @@ const (
 	DefaultTxQueue = 1024
 	// DefaultBlockTimeout bounds how long Send with Block waits for room.
 	DefaultBlockTimeout = time.Second
+	// DefaultWaitBeforeDrop is how long Send without Block waits for room in
+	// a full TX queue before it drops the message: 1 ms, the Rust default
+	// (transport/link/tx/queue/congestion_control/drop/wait_before_drop =
+	// 1000 µs), so a short burst is absorbed as zenohd absorbs it while a
+	// stuck peer still costs the sender at most 1 ms per message.
+	DefaultWaitBeforeDrop = time.Millisecond
 )
 
 // Config configures a Listener or a dialled Session. The zero value of each
@@ -51,7 +63,8 @@ type Config struct {
 	// 2-3 request id). 0 = wire.DefaultResolution (32/32 bit, 28-bit SN mask).
 	Resolution uint8
 	// Lease is what we announce in OPEN: the peer closes us after this long
-	// without receiving anything. 0 = DefaultLease.
+	// without receiving anything. 0 (or negative) = DefaultLease; other
+	// values are clamped to [MinLease, MaxLease].
 	Lease time.Duration
 	// KeepAliveDivisor: a KEEP_ALIVE goes out after min(Lease, peer lease) /
 	// KeepAliveDivisor without any TX. 0 = DefaultKeepAliveDivisor.
@@ -70,6 +83,10 @@ type Config struct {
 	TxQueue int
 	// BlockTimeout bounds Send with SendOptions.Block. 0 = DefaultBlockTimeout.
 	BlockTimeout time.Duration
+	// WaitBeforeDrop bounds how long Send without SendOptions.Block waits
+	// for room in a full TX queue before dropping. 0 = DefaultWaitBeforeDrop;
+	// negative = drop at once.
+	WaitBeforeDrop time.Duration
 	// NoPatch disables the fragment First/Drop markers (INIT ext Patch=1).
 	NoPatch bool
 	// Logger receives session logs (scoped with session id, zid, remote
@@ -90,6 +107,7 @@ func (c Config) withDefaults() Config {
 	if c.Lease <= 0 {
 		c.Lease = DefaultLease
 	}
+	c.Lease = min(max(c.Lease, MinLease), MaxLease)
 	if c.KeepAliveDivisor <= 0 {
 		c.KeepAliveDivisor = DefaultKeepAliveDivisor
 	}
@@ -101,6 +119,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TxQueue <= 0 {
 		c.TxQueue = DefaultTxQueue
+	}
+	if c.WaitBeforeDrop == 0 {
+		c.WaitBeforeDrop = DefaultWaitBeforeDrop
 	}
 	if c.BlockTimeout <= 0 {
 		c.BlockTimeout = DefaultBlockTimeout

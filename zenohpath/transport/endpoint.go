@@ -2,6 +2,8 @@ package transport
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 )
 
@@ -29,7 +31,12 @@ func ParseEndpoint(s string) (Endpoint, error) {
 		return Endpoint{}, fmt.Errorf("transport: endpoint %q: unsupported protocol %q (tcp, udp)", s, proto)
 	}
 	if !strings.Contains(addr, ":") {
-		return Endpoint{}, fmt.Errorf("transport: endpoint %q: missing port", s)
+		return Endpoint{}, fmt.Errorf("transport: endpoint %q: missing port (want proto/host:port)", s)
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil {
+		return Endpoint{}, fmt.Errorf("transport: endpoint %q: %w", s, err)
+	} else if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
+		return Endpoint{}, fmt.Errorf("transport: endpoint %q: port %q: want 0 to 65535", s, port)
 	}
 	return Endpoint{Proto: proto, Addr: addr}, nil
 }

@@ -161,6 +161,21 @@ func (h *hs) fail(step string, reason CloseReason, err error) error {
 	return &HandshakeError{Step: step, Reason: reason, Err: err}
 }
 
+// checkPeerIdentity refuses what Rust refuses in INIT: the whatami value
+// 0b11 (no such role; Rust's WhatAmI decoder errors) and an all-zero ZID
+// (Rust's ZenohIdProto is a NonZeroU128).
+func checkPeerIdentity(w wire.WhatAmI, z wire.ZID) error {
+	if w > wire.WhatAmIClient {
+		return fmt.Errorf("invalid whatami %#b (router 0b00, peer 0b01, client 0b10)", uint8(w))
+	}
+	for _, b := range z.Bytes() {
+		if b != 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("invalid all-zero ZID %s", z.Hex())
+}
+
 // acceptHandshake runs the accepting (router) side of INIT/OPEN on l
 // (zenoh-wire.md §4.2, §12.1).
 func acceptHandshake(l link, cfg *Config, key *cookieKey, deadline time.Time) (params, error) {
@@ -175,6 +190,9 @@ func acceptHandshake(l link, cfg *Config, key *cookieKey, deadline time.Time) (p
 	}
 	if syn.Version != wire.ProtoVersion {
 		return params{}, h.fail("InitSyn", ReasonInvalid, fmt.Errorf("protocol version %#x, want %#x", syn.Version, wire.ProtoVersion))
+	}
+	if err := checkPeerIdentity(syn.WhatAmI, syn.ZID); err != nil {
+		return params{}, h.fail("InitSyn", ReasonInvalid, err)
 	}
 	if syn.ZID == cfg.ZID {
 		return params{}, h.fail("InitSyn", ReasonConnectionToSelf, errors.New("peer has our own ZID"))
@@ -255,6 +273,9 @@ func openHandshake(l link, cfg *Config, deadline time.Time) (params, error) {
 	}
 	if ack.Version != wire.ProtoVersion {
 		return params{}, h.fail("InitAck", ReasonInvalid, fmt.Errorf("protocol version %#x", ack.Version))
+	}
+	if err := checkPeerIdentity(ack.WhatAmI, ack.ZID); err != nil {
+		return params{}, h.fail("InitAck", ReasonInvalid, err)
 	}
 	if ack.BatchSize > batch || ack.BatchSize < MinBatchSize || !resolutionLE(ack.Resolution, cfg.Resolution) {
 		return params{}, h.fail("InitAck", ReasonInvalid,

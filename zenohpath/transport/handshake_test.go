@@ -2,7 +2,10 @@ package transport
 
 import (
 	"context"
+	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -324,4 +327,49 @@ func TestMinResolution(t *testing.T) {
 	require.EqualValues(t, 0x05, minResolution(0x09, 0x06))
 	require.True(t, resolutionLE(0x05, 0x0a))
 	require.False(t, resolutionLE(0x0b, 0x0a))
+}
+
+// TestAcceptRejectsBadIdentity: whatami 0b11 and an all-zero ZID are refused
+// with CLOSE(INVALID), as Rust refuses them, and the reason is logged.
+func TestAcceptRejectsBadIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    wire.WhatAmI
+		z    wire.ZID
+		log  string
+	}{
+		{"whatami", 3, testZID(), "invalid whatami"},
+		{"zero zid", wire.WhatAmIClient, wire.MustZID([]byte{0, 0, 0, 0}), "all-zero ZID"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuf
+			cfg := testConfig()
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			ln, _, _ := startListener(t, cfg)
+			p := dialRaw(t, ln)
+			p.send(&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: tc.w, ZID: tc.z, Resolution: wire.DefaultResolution, BatchSize: 65535})
+			m := p.recvMsg(5 * time.Second)
+			c, ok := m.(*wire.Close)
+			require.True(t, ok, "got %T", m)
+			require.Equal(t, wire.CloseInvalid, c.Reason)
+			require.Eventually(t, func() bool { return strings.Contains(logs.String(), tc.log) }, 5*time.Second, 10*time.Millisecond, logs.String())
+		})
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

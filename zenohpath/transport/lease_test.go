@@ -131,3 +131,14 @@ func TestCloseWithStuckPeer(t *testing.T) {
 	require.Equal(t, ReasonShutdown, ce.Reason)
 	require.Positive(t, s.Stats().Dropped["closed"], "queued messages are counted when the session closes")
 }
+
+// TestLeaseClamp: Config.Lease outside [MinLease, MaxLease] is clamped; zero
+// and negative select DefaultLease.
+func TestLeaseClamp(t *testing.T) {
+	for in, want := range map[time.Duration]time.Duration{
+		0: DefaultLease, -5 * time.Second: DefaultLease, time.Millisecond: MinLease,
+		2 * time.Second: 2 * time.Second, 48 * time.Hour: MaxLease,
+	} {
+		require.Equal(t, want, Config{Lease: in}.withDefaults().Lease, "lease %v", in)
+	}
+}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/picobridge/picobridge/zenohpath/wire"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
 // Listener accepts sessions on one endpoint in the accepting (router) role.
@@ -219,6 +221,7 @@ func (ln *Listener) forget(s *Session) {
 func (ln *Listener) readUDP() {
 	defer ln.wg.Done()
 	buf := make([]byte, 0xffff)
+	var lastGarbageLog time.Time // rate-limits the garbage log line to 1/s at INFO
 	for {
 		n, addr, err := ln.udp.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -237,6 +240,20 @@ func (ln *Listener) readUDP() {
 		d := append([]byte(nil), buf[:n]...)
 		ln.mu.Lock()
 		p, ok := ln.peers[addr]
+		if !ok && !isInitSyn(d) {
+			// Not the start of a session: no peer link for it, so that it
+			// cannot fail a handshake and take the next (valid) datagram
+			// from that address down with it.
+			ln.mu.Unlock()
+			ln.cfg.Metrics.drop(dropUDPGarbage)
+			level := slog.LevelDebug
+			if now := time.Now(); now.Sub(lastGarbageLog) >= time.Second {
+				lastGarbageLog, level = now, slog.LevelInfo
+			}
+			ln.cfg.Logger.Log(context.Background(), level, "transport: UDP datagram from an unknown source is not an InitSyn, dropped",
+				"remote", addr.String(), "bytes", n)
+			continue
+		}
 		if !ok && !ln.closed {
 			p = &udpPeerLink{conn: ln.udp, addr: addr, in: make(chan []byte, 256), closed: make(chan struct{})}
 			p.onEnd = func() {
@@ -261,6 +278,15 @@ func (ln *Listener) readUDP() {
 			_ = p.close()
 		}
 	}
+}
+
+// isInitSyn reports whether datagram d is a batch that starts with an
+// InitSyn, the only thing that may open a UDP session.
+func isInitSyn(d []byte) bool {
+	var p wire.Parser
+	t, _, err := p.Transport(d)
+	_, ok := t.(*wire.InitSyn)
+	return err == nil && ok
 }
 
 type nopHandler struct{}

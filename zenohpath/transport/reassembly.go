@@ -17,12 +17,14 @@ const (
 	dropFragmentMarker                     // RX: the peer sent the Drop marker
 	dropUDPQueueFull                       // RX: UDP listener demux queue full for a peer
 	dropClosed                             // TX: messages still queued when the session closed
+	dropUDPGarbage                         // RX: UDP datagram from an unknown source that is not an InitSyn
 	numDropReasons
 )
 
 var dropNames = [numDropReasons]string{
 	"queue_full", "block_timeout", "too_large", "sn_window", "fragment_gap",
 	"fragment_oversize", "fragment_no_first", "fragment_drop_marker", "udp_queue_full", "closed",
+	"udp_garbage",
 }
 
 func (d dropReason) String() string { return dropNames[d] }

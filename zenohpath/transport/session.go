@@ -278,8 +278,9 @@ func (s *Session) drop(r dropReason) {
 // Send queues one network message. It encodes m before returning, so m
 // (and the bytes it points to) may be reused as soon as Send returns. It
 // never blocks on a slow peer beyond the congestion control in o: without
-// Block a full TX queue drops the message (ErrQueueFull, counted); with
-// Block it waits up to Config.BlockTimeout (ErrBlockTimeout). Express
+// Block a full TX queue drops the message (ErrQueueFull, counted) after
+// waiting at most Config.WaitBeforeDrop for room (1 ms by default, as Rust
+// Zenoh does); with Block it waits up to Config.BlockTimeout (ErrBlockTimeout). Express
 // messages leave at once in their own batch; others share a FRAME with
 // the messages queued around them. Messages larger than a batch are
 // fragmented. Safe to call from HandleNetwork.
@@ -302,18 +303,26 @@ func (s *Session) Send(m wire.NetworkMessage, o SendOptions) error {
 		return nil
 	default:
 	}
+	wait := s.cfg.BlockTimeout
 	if !o.Block {
+		wait = s.cfg.WaitBeforeDrop
+	}
+	if wait <= 0 {
 		putBuf(bp)
 		s.drop(dropQueueFull)
 		return ErrQueueFull
 	}
-	t := time.NewTimer(s.cfg.BlockTimeout)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case s.txq <- it:
 		return nil
 	case <-t.C:
 		putBuf(bp)
+		if !o.Block {
+			s.drop(dropQueueFull)
+			return ErrQueueFull
+		}
 		s.drop(dropBlockTimeout)
 		return ErrBlockTimeout
 	case <-s.closing:

@@ -67,3 +67,22 @@ func TestHandlerSendsFromCallback(t *testing.T) {
 		require.True(t, bytes.Equal([]byte{byte(i)}, m.payload))
 	}
 }
+
+func TestParseEndpointErrors(t *testing.T) {
+	for _, s := range []string{"bogus", "tcp/", "tcp/host", "udp/host:port", "tcp/h:70000", "quic/h:1"} {
+		_, err := ParseEndpoint(s)
+		require.Error(t, err, s)
+	}
+	for _, s := range []string{"tcp/127.0.0.1:7447", "udp/[::1]:0", "tcp/localhost:7447?x=1"} {
+		_, err := ParseEndpoint(s)
+		require.NoError(t, err, s)
+	}
+}
+
+func TestIsInitSyn(t *testing.T) {
+	syn := (&wire.InitSyn{Version: wire.ProtoVersion, WhatAmI: wire.WhatAmIClient, ZID: testZID(), Resolution: wire.DefaultResolution, BatchSize: 2048, HasSize: true}).Append(nil)
+	require.True(t, isInitSyn(syn))
+	require.False(t, isInitSyn([]byte{0xff, 0x00, 0x13, 0x37}))
+	require.False(t, isInitSyn(nil))
+	require.False(t, isInitSyn((&wire.KeepAlive{}).Append(nil)))
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -44,7 +45,20 @@ type File struct {
 	Events  []Event
 	Lines   []Line
 	PicoOut []string
+	// Expects is the number of `# expect:` lines.
+	Expects int
+	// ExpectErrors are the `# expect:` lines ParseLenient could not attach
+	// to a data line (malformed, no such data line, wrong direction, repeated).
+	ExpectErrors []*ExpectError
 }
+
+// ExpectError is a `# expect:` line that does not fit the transcript.
+type ExpectError struct {
+	Source int // 1-based line number of the `# expect:` line
+	Msg    string
+}
+
+func (e *ExpectError) Error() string { return fmt.Sprintf("line %d: # expect: %s", e.Source, e.Msg) }
 
 // NewConnectionAfter reports whether a TCP accept event (a new connection,
 // hence fresh session state) sits after data line n.
@@ -57,11 +71,34 @@ func (f *File) NewConnectionAfter(n int) bool {
 	return false
 }
 
-// Parse reads a .zvec transcript.
+// Parse reads a .zvec transcript. A `# expect:` line that does not fit (see
+// ParseLenient) is an error.
 func Parse(r io.Reader) (*File, error) {
+	f, err := ParseLenient(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.ExpectErrors) > 0 {
+		return nil, f.ExpectErrors[0]
+	}
+	return f, nil
+}
+
+// ParseLenient reads a .zvec transcript like Parse, but records the
+// `# expect:` lines that are malformed, name a data line the file does not
+// have, give the wrong direction or repeat a line in f.ExpectErrors instead
+// of failing. Malformed data and event lines are still errors.
+func ParseLenient(r io.Reader) (*File, error) {
 	f := &File{Headers: map[string][]string{}}
-	expects := map[int]string{}
-	expectDir := map[int]Direction{}
+	type expect struct {
+		src  int
+		dir  Direction
+		desc string
+	}
+	expects := map[int]expect{}
+	experr := func(src int, format string, args ...any) {
+		f.ExpectErrors = append(f.ExpectErrors, &ExpectError{Source: src, Msg: fmt.Sprintf(format, args...)})
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<16), 1<<24)
 	src := 0
@@ -90,17 +127,27 @@ func Parse(r io.Reader) (*File, error) {
 				f.Events = append(f.Events, ev)
 			case "expect":
 				// "<dir> line <N> = <description>"
+				f.Expects++
 				head, desc, ok := strings.Cut(val, " = ")
 				fs := strings.Fields(head)
 				if !ok || len(fs) != 3 || fs[1] != "line" {
-					return nil, fmt.Errorf("line %d: malformed expect", src)
+					experr(src, "malformed (want `# expect: <D>G|G>D> line <N> = <description>`)")
+					continue
+				}
+				if d := Direction(fs[0]); d != DeviceToGateway && d != GatewayToDevice {
+					experr(src, "direction %q (want D>G or G>D)", fs[0])
+					continue
 				}
 				n, err := strconv.Atoi(fs[2])
-				if err != nil {
-					return nil, fmt.Errorf("line %d: %w", src, err)
+				if err != nil || n < 1 {
+					experr(src, "data line number %q (want a number ≥ 1)", fs[2])
+					continue
 				}
-				expects[n] = desc
-				expectDir[n] = Direction(fs[0])
+				if prev, dup := expects[n]; dup {
+					experr(src, "second expect for data line %d (first at line %d)", n, prev.src)
+					continue
+				}
+				expects[n] = expect{src: src, dir: Direction(fs[0]), desc: desc}
 			}
 			continue
 		}
@@ -114,7 +161,7 @@ func Parse(r io.Reader) (*File, error) {
 		}
 		dir := Direction(fs[1])
 		if dir != DeviceToGateway && dir != GatewayToDevice {
-			return nil, fmt.Errorf("line %d: direction %q", src, fs[1])
+			return nil, fmt.Errorf("line %d: direction %q (want D>G or G>D)", src, fs[1])
 		}
 		b, err := hex.DecodeString(fs[2])
 		if err != nil {
@@ -125,13 +172,19 @@ func Parse(r io.Reader) (*File, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	for i := range f.Lines {
-		l := &f.Lines[i]
-		l.Expect = expects[l.N]
-		if d, ok := expectDir[l.N]; ok && d != l.Dir {
-			return nil, fmt.Errorf("expect for line %d says %s, data line is %s", l.N, d, l.Dir)
+	for n, e := range expects {
+		if n > len(f.Lines) {
+			experr(e.src, "data line %d does not exist (the file has %d data lines)", n, len(f.Lines))
+			continue
 		}
+		l := &f.Lines[n-1]
+		if e.dir != l.Dir {
+			experr(e.src, "data line %d is %s, the expect says %s", n, l.Dir, e.dir)
+			continue
+		}
+		l.Expect = e.desc
 	}
+	slices.SortFunc(f.ExpectErrors, func(a, b *ExpectError) int { return a.Source - b.Source })
 	return f, nil
 }
 
@@ -168,6 +221,9 @@ func ParseHex(r io.Reader) ([]Line, error) {
 			if ms, err := strconv.Atoi(fs[0]); err == nil {
 				l.Ms, l.Dir, s = ms, Direction(fs[1]), fs[2]
 			}
+		} else if len(fs) >= 2 && strings.Contains(fs[1], ">") {
+			// Hex has no '>': this is a data line with a bad direction.
+			return nil, fmt.Errorf("line %d: direction %q (want D>G or G>D)", src, fs[1])
 		}
 		b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
 		if err != nil {

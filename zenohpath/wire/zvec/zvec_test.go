@@ -44,10 +44,25 @@ func TestParse(t *testing.T) {
 		"# expect: D>G line x = KEEP_ALIVE\n",
 		"# expect: G>D line 1 = KEEP_ALIVE\n0 D>G 04\n",
 		"# event: nonsense\n",
+		"# expect: D>G line 2 = KEEP_ALIVE\n0 D>G 04\n",
+		"# expect: D>G line 1 = KEEP_ALIVE\n# expect: D>G line 1 = KEEP_ALIVE\n0 D>G 04\n",
 	} {
 		_, err := Parse(strings.NewReader(bad))
 		require.Error(t, err, bad)
 	}
+}
+
+func TestParseLenient(t *testing.T) {
+	f, err := ParseLenient(strings.NewReader("# expect: D>G line 1 = KEEP_ALIVE\n# expect: X line 1\n0 D>G 04\n# expect: D>G line 3 = KEEP_ALIVE\n"))
+	require.NoError(t, err)
+	require.Equal(t, 3, f.Expects)
+	require.Equal(t, "KEEP_ALIVE", f.Lines[0].Expect)
+	require.Len(t, f.ExpectErrors, 2)
+	require.Equal(t, 2, f.ExpectErrors[0].Source)
+	require.Equal(t, "line 4: # expect: data line 3 does not exist (the file has 1 data lines)", f.ExpectErrors[1].Error())
+
+	_, err = ParseHex(strings.NewReader("0 X>Y 0000\n"))
+	require.EqualError(t, err, `line 1: direction "X>Y" (want D>G or G>D)`)
 }
 
 func TestParseHex(t *testing.T) {
