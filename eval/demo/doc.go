@@ -1,0 +1,31 @@
+// Package demo is picobridge's demo scenario (the README's main job,
+// `bash scripts/run.sh`, and the CI smoke test): real robot data replayed
+// onto DDS, the gateway in-process, a small simulated zenoh-pico fleet, one
+// device behind an impaired Wi-Fi-like link.
+//
+// Run does, in order:
+//
+//  1. finds the mumble_rplidar_imu/hallway_room_loop bag ($PICOBRIDGE_SHARED
+//     or walking up, like ddspath/rosbag/rosbagtest);
+//  2. starts the gateway (bridge/server) on loopback ports: /scan and
+//     /imu_data bridged and critical, the three devices listed with their
+//     knob profiles, the classifier tuned to a short window so that the
+//     impaired device is demoted within the run;
+//  3. starts a linkemu TCP proxy (profile moderate by default) in front of
+//     the gateway for the impaired device;
+//  4. starts the fleet (firmware/devsim): zephyr1 (zephyr/nucleo_f429zi,
+//     firmware tuned for the traffic) subscribed to scan and imu_data,
+//     sim1 (zephyr/native_sim, stock knobs) subscribed to imu_data, esp1
+//     (freertos/esp32) behind the proxy subscribed to scan;
+//  5. replays the bag's /scan at a fixed rate (30 Hz) and /imu_data at its
+//     recorded pace (30 Hz), looping, onto DDS for Duration, printing one
+//     status line per device per second (or a refreshing table on a
+//     terminal);
+//  6. waits for the lanes to drain, prints the summary, writes summary.json,
+//     samples.csv and the plots, and checks the invariants: the critical
+//     device received every /scan written, in order, and no simulated
+//     device dropped a sample because its ring was full or the message was
+//     larger than frag_max_size.
+//
+// docs/demo.md describes the output.
+package demo
