@@ -128,7 +128,16 @@ type PolicyConfig struct {
 // ExpressConfig bounds the express lane.
 type ExpressConfig struct {
 	MaxKeys int `yaml:"max_keys"`
+	// Depth is how many samples of one key the express lane holds while
+	// the device is busy (sent in order; beyond, the oldest is dropped as
+	// congestion), never more than the device's subscriber ring depth.
+	// Validate requires ≥ 1; the lanes read 0 as DefaultExpressDepth.
+	Depth int `yaml:"depth"`
 }
+
+// DefaultExpressDepth is policy.express.depth when unset: enough for a
+// 30 Hz route to ride out a ~100 ms scheduling stall.
+const DefaultExpressDepth = 4
 
 // BatchedConfig shapes the batched lane.
 type BatchedConfig struct {
@@ -396,6 +405,7 @@ func (c *Config) Validate() error {
 	}
 	p := &c.Policy
 	atLeast("policy.express.max_keys", p.Express.MaxKeys, 1)
+	atLeast("policy.express.depth", p.Express.Depth, 1)
 	if p.Batched.RateHz <= 0 {
 		at("policy.batched.rate_hz", "must be > 0 (got %v)", p.Batched.RateHz)
 	}

@@ -25,6 +25,10 @@ func TestDefaultConfig(t *testing.T) {
 	require.True(t, c.Routes.AutoBridge)
 	require.Equal(t, bridge.KeyPlain, c.Routes.KeyStyle)
 	require.Equal(t, bridge.Noncritical, c.Routes.DefaultCriticality)
+	require.Equal(t, bridge.DefaultExpressDepth, c.Policy.Express.Depth)
+	c.Policy.Express.Depth = 0
+	require.ErrorContains(t, c.Validate(), "policy.express.depth: must be ≥ 1 (got 0)")
+	c.Policy.Express.Depth = bridge.DefaultExpressDepth
 	cl := c.Classifier
 	require.Equal(t, 200*time.Millisecond, cl.ProbeInterval)
 	require.Equal(t, 50, cl.Window)

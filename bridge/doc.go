@@ -13,8 +13,10 @@
 //   - routes.go: allow/deny and criticality of ROS topics, topic ⇄ key
 //     (plain as zenoh-bridge-ros2dds, or rmw_zenoh), KeyIncludes.
 //   - egress.go: a device's two lanes. Express (critical routes): each
-//     sample to the sink at once, keep-latest per key when the device cannot
-//     keep up, paced by the device's express ceiling. Batched (noncritical):
+//     sample to the sink at once, a FIFO of at most policy.express.depth
+//     (≤ ring depth) samples per key while the device is busy, keep-latest
+//     (oldest dropped) when it cannot keep up, paced by the device's
+//     express ceiling. Batched (noncritical):
 //     token bucket per key, keep-latest, stale-drop, at most ring depth per
 //     key per flush, flushed on the device's cadence. Nothing larger than
 //     the device can receive. Every drop has a reason (invariant 2).

@@ -210,9 +210,10 @@ type egress struct {
 
 	exp struct {
 		mu     sync.Mutex
-		n      atomic.Int32 // len(items), read by the batched lane without exp.mu
-		items  map[string]*pendingSample
-		order  []string // keys in arrival order
+		n      atomic.Int32               // samples pending, read by the batched lane without exp.mu
+		items  map[string][]pendingSample // per key, oldest first, ≤ depth; a key with none is deleted
+		order  []string                   // keys with pending samples, in service order
+		depth  int                        // samples kept per key: min(policy.express.depth, RingDepth)
 		lim    *rate.Limiter
 		signal chan struct{}
 	}
@@ -238,7 +239,8 @@ type keyQueue struct {
 
 func newEgress(device string, shape Shaping, pol PolicyConfig, stats *deviceStats, log *onceLogger) *egress {
 	e := &egress{device: device, shape: shape, pol: pol, stats: stats, log: log, budget: &sendBudget{interval: shape.SendInterval()}}
-	e.exp.items = map[string]*pendingSample{}
+	e.exp.items = map[string][]pendingSample{}
+	e.exp.depth = expressDepth(pol.Express.Depth, shape.RingDepth)
 	lim := rate.Inf
 	if shape.ExpressRate > 0 {
 		lim = rate.Limit(shape.ExpressRate)
@@ -248,6 +250,17 @@ func newEgress(device string, shape Shaping, pol PolicyConfig, stats *deviceStat
 	e.bat.keys = map[string]*keyQueue{}
 	e.bat.rate = pol.Batched.RateHz
 	return e
+}
+
+// expressDepth is how many samples of one key the express lane holds: the
+// policy's depth (DefaultExpressDepth when unset), never more than the
+// device's subscriber ring depth (a larger burst would overflow the
+// device's ring, invariant 3), at least 1.
+func expressDepth(policy, ring int) int {
+	if policy <= 0 {
+		policy = DefaultExpressDepth
+	}
+	return max(min(policy, ring), 1)
 }
 
 // oversize reports whether s cannot reach the device, counting and logging it.
@@ -262,18 +275,27 @@ func (e *egress) oversize(l Lane, s Sample) bool {
 	return true
 }
 
-// offerExpress queues s for at-once delivery, replacing a pending sample of
-// the same key (keep-latest). It never blocks.
+// offerExpress queues s for at-once delivery behind the pending samples of
+// its key (at most the lane's depth per key, sent in order); when the key's
+// queue is full the oldest pending sample is dropped (keep-latest). It
+// never blocks.
 func (e *egress) offerExpress(s Sample, now time.Time) {
 	if e.oversize(LaneExpress, s) {
 		return
 	}
 	e.exp.mu.Lock()
-	if p, ok := e.exp.items[s.Key]; ok {
-		p.s = s
+	if q, ok := e.exp.items[s.Key]; ok {
+		if len(q) < e.exp.depth {
+			e.exp.items[s.Key] = append(q, pendingSample{s: s, at: now})
+			e.exp.n.Add(1)
+			e.exp.mu.Unlock()
+			return
+		}
+		copy(q, q[1:])
+		q[len(q)-1] = pendingSample{s: s, at: now}
 		e.exp.mu.Unlock()
 		e.stats.drop(LaneExpress, DropCongestion, 1)
-		e.log.once(LaneExpress, DropCongestion, "device cannot keep up: keeping the latest sample per key", slog.String("key", s.Key))
+		e.log.once(LaneExpress, DropCongestion, "device cannot keep up: keeping the latest samples per key", slog.String("key", s.Key), slog.Int("depth", e.exp.depth))
 		return
 	}
 	if len(e.exp.items) >= e.pol.Express.MaxKeys {
@@ -282,9 +304,11 @@ func (e *egress) offerExpress(s Sample, now time.Time) {
 		e.log.once(LaneExpress, DropQueueFull, "express lane full", slog.String("key", s.Key), slog.Int("max_keys", e.pol.Express.MaxKeys))
 		return
 	}
-	e.exp.items[s.Key] = &pendingSample{s: s, at: now}
+	q := make([]pendingSample, 1, e.exp.depth)
+	q[0] = pendingSample{s: s, at: now}
+	e.exp.items[s.Key] = q
 	e.exp.order = append(e.exp.order, s.Key)
-	e.exp.n.Store(int32(len(e.exp.items)))
+	e.exp.n.Add(1)
 	e.exp.mu.Unlock()
 	select {
 	case e.exp.signal <- struct{}{}:
@@ -294,9 +318,11 @@ func (e *egress) offerExpress(s Sample, now time.Time) {
 
 // nextExpress pops the oldest pending express sample if the device's
 // express rate and its send budget allow one at now; otherwise wait is how
-// long until they do (0 with ok false: nothing pending). While it waits,
-// newer samples of a pending key replace it (keep-latest, counted as
-// congestion in offerExpress).
+// long until they do (0 with ok false: nothing pending). Keys take turns:
+// a key that still has samples after its oldest is popped goes to the back
+// of the order. While it waits, a key's samples queue up to the lane's
+// depth; beyond, the oldest is dropped (keep-latest, counted as congestion
+// in offerExpress).
 func (e *egress) nextExpress(now time.Time) (s Sample, ok bool, wait time.Duration) {
 	e.exp.mu.Lock()
 	defer e.exp.mu.Unlock()
@@ -313,9 +339,17 @@ func (e *egress) nextExpress(now time.Time) (s Sample, ok bool, wait time.Durati
 	e.exp.lim.AllowN(now, 1) // there is a token: checked above, under exp.mu
 	key := e.exp.order[0]
 	e.exp.order = e.exp.order[1:]
-	p := e.exp.items[key]
-	delete(e.exp.items, key)
-	e.exp.n.Store(int32(len(e.exp.items)))
+	q := e.exp.items[key]
+	p := q[0]
+	if len(q) == 1 {
+		delete(e.exp.items, key)
+	} else {
+		copy(q, q[1:])
+		q[len(q)-1] = pendingSample{}
+		e.exp.items[key] = q[:len(q)-1]
+		e.exp.order = append(e.exp.order, key)
+	}
+	e.exp.n.Add(-1)
 	return p.s, true, 0
 }
 
@@ -480,7 +514,7 @@ func (e *egress) setBatchedRate(hz float64, now time.Time) {
 // discard drops everything pending (device gone), counted as suspended.
 func (e *egress) discard() {
 	e.exp.mu.Lock()
-	n := len(e.exp.items)
+	n := int(e.exp.n.Load())
 	clear(e.exp.items)
 	e.exp.order = nil
 	e.exp.n.Store(0)
@@ -500,9 +534,9 @@ func (e *egress) discard() {
 // pending express sample.
 func (e *egress) depth(now time.Time) (express, batched int, lag time.Duration) {
 	e.exp.mu.Lock()
-	express = len(e.exp.items)
-	if express > 0 {
-		lag = now.Sub(e.exp.items[e.exp.order[0]].at)
+	express = int(e.exp.n.Load())
+	for _, q := range e.exp.items {
+		lag = max(lag, now.Sub(q[0].at))
 	}
 	e.exp.mu.Unlock()
 	e.bat.mu.Lock()
@@ -513,7 +547,7 @@ func (e *egress) depth(now time.Time) (express, batched int, lag time.Duration) 
 
 // capacity is how many samples the lanes can hold.
 func (e *egress) capacity() (express, batched int) {
-	return e.pol.Express.MaxKeys, e.pol.Batched.MaxKeys * e.pol.Batched.History
+	return e.pol.Express.MaxKeys * e.exp.depth, e.pol.Batched.MaxKeys * e.pol.Batched.History
 }
 
 // onceLogger logs each (lane, reason) of one device once (invariant 2,

@@ -152,7 +152,9 @@ func TestQueueFull(t *testing.T) {
 func TestExpressKeepLatestAndCeiling(t *testing.T) {
 	shape := testShape()
 	shape.ExpressRate = 10 // a Zephyr device with a 100 ms socket window: ~9/s
-	e, _ := newTestEgress(t, testPolicy(), shape)
+	pol := testPolicy()
+	pol.Express.Depth = 1 // one pending sample per key: the latest
+	e, _ := newTestEgress(t, pol, shape)
 	e.offerExpress(Sample{Key: "cmd", Payload: []byte("1"), Time: t0}, t0)
 	e.offerExpress(Sample{Key: "imu", Payload: []byte("1"), Time: t0}, t0)
 	s, ok, _ := e.nextExpress(t0)
@@ -221,4 +223,41 @@ func BenchmarkOfferExpress(b *testing.B) {
 	for b.Loop() {
 		e.offerExpress(s, t0)
 	}
+}
+
+// The express FIFO: samples of a key queue up to the depth and go out in
+// order; beyond it the oldest is dropped (congestion). The depth never
+// exceeds the device's ring depth.
+func TestExpressFIFODepth(t *testing.T) {
+	shape := testShape()
+	shape.ExpressRate = 10
+	pol := testPolicy()
+	pol.Express.Depth = 3
+	e, _ := newTestEgress(t, pol, shape)
+	require.Equal(t, 3, e.exp.depth)
+	for i := range 5 {
+		e.offerExpress(Sample{Key: "cmd", Payload: []byte{'0' + byte(i)}, Time: t0}, t0)
+	}
+	e.offerExpress(Sample{Key: "imu", Payload: []byte("0"), Time: t0}, t0)
+	ex, _, _ := e.depth(t0)
+	require.Equal(t, 4, ex)
+	var got []string
+	for now := t0; ; now = now.Add(100 * ms) {
+		s, ok, _ := e.nextExpress(now)
+		if !ok {
+			break
+		}
+		got = append(got, keys([]Sample{s})...)
+	}
+	require.Equal(t, []string{"cmd=2", "imu=0", "cmd=3", "cmd=4"}, got, "oldest dropped, in order, keys take turns")
+	require.Equal(t, uint64(2), e.dropped(LaneExpress, DropCongestion))
+	require.False(t, e.expressWaiting())
+
+	shape.RingDepth = 2
+	pol.Express.Depth = 8
+	e, _ = newTestEgress(t, pol, shape)
+	require.Equal(t, 2, e.exp.depth, "never more than the ring depth")
+	pol.Express.Depth = 0
+	e, _ = newTestEgress(t, pol, testShape())
+	require.Equal(t, DefaultExpressDepth, e.exp.depth)
 }

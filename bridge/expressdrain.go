@@ -11,9 +11,10 @@ import (
 // an express rate ceiling still holds a pending express sample of key, and
 // reports whether that is so. The server calls it before publishing the
 // next sample of a critical route that DDS delivered in a burst: the
-// express lane keeps only the latest sample per key, so a burst arriving
-// faster than a device's express goroutine is scheduled would otherwise
-// replace samples (counted as congestion) although the device keeps up.
+// express lane keeps at most its depth of samples per key, so a burst
+// longer than that, arriving faster than a device's express goroutine is
+// scheduled, would otherwise drop samples (counted as congestion) although
+// the device keeps up.
 // Devices with a ceiling are paced on purpose and are not waited for.
 func (g *Gateway) WaitExpressDrained(key string, max time.Duration) bool {
 	var deadline time.Time

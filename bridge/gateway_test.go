@@ -31,7 +31,11 @@ type fakeSink struct {
 	batchWait time.Duration // SendBatch takes this long (a slow link)
 	batchErr  error
 	block     chan struct{} // SendExpress blocks until closed (a stuck device)
-	respond   func(key string, ping []byte)
+	// expressWait, when set, is how long SendExpress call n (0-based)
+	// takes: a stalled lane goroutine or a slow device.
+	expressWait func(n int) time.Duration
+	calls       int
+	respond     func(key string, ping []byte)
 }
 
 type got struct {
@@ -43,6 +47,13 @@ type got struct {
 func (s *fakeSink) SendExpress(x bridge.Sample) error {
 	if s.block != nil {
 		<-s.block
+	}
+	if s.expressWait != nil {
+		s.mu.Lock()
+		n := s.calls
+		s.calls++
+		s.mu.Unlock()
+		time.Sleep(s.expressWait(n))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -181,9 +192,68 @@ func TestStuckDeviceDoesNotAffectOthers(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		st := g.Devicez(bridge.DevicezOptions{Device: "imu"}).Devices[0]
-		require.Equal(t, 1, st.Lanes["express"].Depth, "keep-latest: one pending sample for the stuck device")
-		require.Equal(t, uint64(98), st.Lanes["express"].Dropped["congestion"])
+		// one sample in the stuck sink, policy.express.depth (4, ≤ ring) pending
+		require.Equal(t, bridge.DefaultExpressDepth, st.Lanes["express"].Depth, "keep-latest: the FIFO of the stuck device is full")
+		require.Equal(t, uint64(100-1-bridge.DefaultExpressDepth), st.Lanes["express"].Dropped["congestion"])
 		close(stuck.block)
+	})
+}
+
+// A scheduling stall of the express goroutine longer than a sample period
+// (60 ms at 30 Hz) loses nothing: the key's FIFO (policy.express.depth)
+// holds the samples and they go out in order. A device truly slower than
+// the rate still gets keep-latest: the oldest pending samples are dropped,
+// counted as congestion, and the newest one always arrives.
+func TestExpressRidesOutStallKeepsLatestWhenSlow(t *testing.T) {
+	const n = 90 // 3 s at 30 Hz
+	run := func(t *testing.T, wait func(int) time.Duration) (*fakeSink, bridge.LaneStatus) {
+		g := newGateway(t, testConfig(t, twoDevices), nil)
+		sink := &fakeSink{expressWait: wait}
+		d, err := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
+		require.NoError(t, err)
+		d.DeclareSubscriber("cmd_vel")
+		cmd := route(t, g, "/cmd_vel")
+		for i := range n {
+			before := time.Now()
+			g.Publish(cmd, bridge.Sample{Payload: []byte{byte(i)}})
+			require.Equal(t, before, time.Now(), "Publish never waits")
+			time.Sleep(time.Second / 30)
+		}
+		time.Sleep(2 * time.Second) // drain
+		synctest.Wait()
+		return sink, g.Devicez(bridge.DevicezOptions{Device: "arm"}).Devices[0].Lanes["express"]
+	}
+	t.Run("stall", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			sink, st := run(t, func(i int) time.Duration {
+				if i == 10 {
+					// 10 ms of sending, then the lane goroutine is held
+					// up for 60 ms: samples 11 and 12 arrive meanwhile
+					return 10*time.Millisecond + 60*time.Millisecond
+				}
+				return 0
+			})
+			ex := sink.expressed()
+			require.Len(t, ex, n, "nothing lost to a 60 ms stall")
+			for i, x := range ex {
+				require.Equal(t, string([]byte{byte(i)}), x.pay, "in order")
+			}
+			require.Zero(t, st.Dropped["congestion"])
+			require.EqualValues(t, n, st.Forwarded)
+		})
+	})
+	t.Run("slow device", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			sink, st := run(t, func(int) time.Duration { return 100 * time.Millisecond }) // 10/s < 30 Hz
+			ex := sink.expressed()
+			require.Less(t, len(ex), n)
+			require.Positive(t, st.Dropped["congestion"], "keep-latest drops counted")
+			require.EqualValues(t, n, st.Forwarded+st.Dropped["congestion"], "every sample forwarded or counted")
+			require.Equal(t, string([]byte{byte(n - 1)}), ex[len(ex)-1].pay, "the newest sample arrives")
+			for i := 1; i < len(ex); i++ {
+				require.Less(t, ex[i-1].pay[0], ex[i].pay[0], "in order")
+			}
+		})
 	})
 }
 
@@ -536,7 +606,9 @@ func TestExpressCeilingKeepsLatest(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		got := len(sink.expressed())
-		require.InDelta(t, ceiling*10, got, 2, "paced at the ceiling (%v/s)", ceiling)
+		// 10 s at the ceiling, then the full express FIFO (policy.express.depth) drains
+		require.InDelta(t, ceiling*10+bridge.DefaultExpressDepth, got, 2, "paced at the ceiling (%v/s)", ceiling)
+		require.Equal(t, string([]byte{byte((n - 1) % 256)}), sink.expressed()[got-1].pay, "keep-latest: the newest sample arrives")
 		st := g.Devicez(bridge.DevicezOptions{}).Devices[0]
 		require.Equal(t, uint64(got), st.Lanes["express"].Forwarded)
 		require.Equal(t, uint64(n-got), st.Lanes["express"].Dropped["congestion"], "every sample accounted for")
