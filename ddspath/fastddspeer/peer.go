@@ -27,6 +27,12 @@ import (
 //go:embed src/peer.cpp
 var Source []byte
 
+// RawTypeHeader is src/rawtype.hpp, the opaque-bytes Fast DDS type the peer
+// includes; other programs (eval/fastddspub) compile against it through Compile.
+//
+//go:embed src/rawtype.hpp
+var RawTypeHeader []byte
+
 // EnvBinary names an environment variable that may point to a prebuilt peer;
 // Build then returns it without compiling.
 const EnvBinary = "FASTDDSPEER"
@@ -63,19 +69,36 @@ func Build(dir string) (string, error) {
 	if err := Check(); err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(Source)
-	bin := filepath.Join(dir, "fastddspeer-"+hex.EncodeToString(sum[:6]))
+return Compile(dir, "fastddspeer", Source)
+}
+
+// Compile builds one C++ Fast DDS program from source (which may include
+// "rawtype.hpp") into dir, once per version of source and header, and returns
+// the binary's path. Errors: g++'s output when it fails.
+func Compile(dir, name string, source []byte) (string, error) {
+	h := sha256.New()
+	h.Write(source)
+	h.Write(RawTypeHeader)
+	sum := hex.EncodeToString(h.Sum(nil)[:6])
+	bin := filepath.Join(dir, name+"-"+sum)
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	src := bin + ".cpp"
-	if err := os.WriteFile(src, Source, 0o644); err != nil {
+	srcDir := bin + ".src"
+	if err := os.MkdirAll(srcDir, 0o755); err != nil {
+		return "", err
+	}
+	src := filepath.Join(srcDir, name+".cpp")
+	if err := os.WriteFile(src, source, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(srcDir, "rawtype.hpp"), RawTypeHeader, 0o644); err != nil {
 		return "", err
 	}
 	tmp := bin + ".tmp"
 	cmd := exec.Command("g++", "-std=c++17", "-O2", src, "-o", tmp, "-lfastrtps", "-lfastcdr", "-lpthread")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("fastddspeer: g++: %v\n%s", err, out)
+		return "", fmt.Errorf("%s: g++: %v\n%s", name, err, out)
 	}
 	return bin, os.Rename(tmp, bin)
 }

@@ -7,16 +7,12 @@ package fastddspub
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	_ "embed"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,21 +34,7 @@ func Build(dir string) (string, error) {
 	if _, err := exec.LookPath("g++"); err != nil {
 		return "", fastddspeer.ErrMissing
 	}
-	sum := sha256.Sum256(Source)
-	bin := filepath.Join(dir, "fastddspub-"+hex.EncodeToString(sum[:6]))
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	src := bin + ".cpp"
-	if err := os.WriteFile(src, Source, 0o644); err != nil {
-		return "", err
-	}
-	tmp := bin + ".tmp"
-	out, err := exec.Command("g++", "-std=c++17", "-O2", src, "-o", tmp, "-lfastrtps", "-lfastcdr", "-lpthread").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("fastddspub: g++: %v\n%s", err, out)
-	}
-	return bin, os.Rename(tmp, bin)
+return fastddspeer.Compile(dir, "fastddspub", Source)
 }
 
 // Options are the writer's settings.

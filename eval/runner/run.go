@@ -27,9 +27,7 @@ func plan(cfg Config) []spec {
 				continue
 			}
 			s := spec{run: exp + "-" + system + "-" + l, exp: exp, system: system, level: l, missing: missing}
-			if fn != nil {
-				s.fn = func(ctx context.Context, cfg Config, res *Result) error { return fn(ctx, cfg, l, res) }
-			}
+			s.fn = func(ctx context.Context, cfg Config, res *Result) error { return fn(ctx, cfg, l, res) }
 			out = append(out, s)
 		}
 	}
@@ -63,9 +61,6 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 	var results []*Result
 	for _, s := range plan(cfg) {
 		res := &Result{Run: s.run, Exp: s.exp, System: s.system, Level: s.level, Missing: s.missing}
-		if s.missing == "" && s.fn == nil {
-			res.Missing = "not implemented"
-		}
 		if res.Missing == "" {
 			if ctx.Err() != nil {
 				res.Missing = "interrupted"

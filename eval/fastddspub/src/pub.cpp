@@ -47,52 +47,8 @@ static int64_t mono_ns()
     return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// ---- raw "opaque bytes" type -------------------------------------------------
+#include "rawtype.hpp" // RawSample, RawType: the shared opaque-bytes type
 
-struct RawSample
-{
-    std::vector<uint8_t> bytes; // serialized sample incl. encapsulation header
-};
-
-class RawType : public TopicDataType
-{
-public:
-    explicit RawType(const std::string& name)
-    {
-        setName(name.c_str());
-        m_typeSize = 64u * 1024u * 1024u; // upper bound only: endpoints use dynamic payload pools
-        m_isGetKeyDefined = false;
-    }
-
-    bool serialize(void* data, eprosima::fastrtps::rtps::SerializedPayload_t* payload) override
-    {
-        const auto* s = static_cast<RawSample*>(data);
-        if (s->bytes.size() < 4 || s->bytes.size() > payload->max_size)
-            return false;
-        std::memcpy(payload->data, s->bytes.data(), s->bytes.size());
-        payload->length = uint32_t(s->bytes.size());
-        payload->encapsulation = s->bytes[1] & 1 ? CDR_LE : CDR_BE;
-        return true;
-    }
-
-    bool deserialize(eprosima::fastrtps::rtps::SerializedPayload_t* payload, void* data) override
-    {
-        auto* s = static_cast<RawSample*>(data);
-        s->bytes.assign(payload->data, payload->data + payload->length);
-        return true;
-    }
-
-    std::function<uint32_t()> getSerializedSizeProvider(void* data) override
-    {
-        const auto* s = static_cast<RawSample*>(data);
-        return [s]() { return uint32_t(s->bytes.size()); };
-    }
-
-    void* createData() override { return new RawSample(); }
-    void deleteData(void* data) override { delete static_cast<RawSample*>(data); }
-
-    bool getKey(void*, eprosima::fastrtps::rtps::InstanceHandle_t*, bool) override { return false; }
-};
 
 
 static std::mutex out_mu;
