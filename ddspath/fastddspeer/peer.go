@@ -69,7 +69,7 @@ func Build(dir string) (string, error) {
 	if err := Check(); err != nil {
 		return "", err
 	}
-return Compile(dir, "fastddspeer", Source)
+	return Compile(dir, "fastddspeer", Source)
 }
 
 // Compile builds one C++ Fast DDS program from source (which may include

@@ -34,7 +34,7 @@ func Build(dir string) (string, error) {
 	if _, err := exec.LookPath("g++"); err != nil {
 		return "", fastddspeer.ErrMissing
 	}
-return fastddspeer.Compile(dir, "fastddspub", Source)
+	return fastddspeer.Compile(dir, "fastddspub", Source)
 }
 
 // Options are the writer's settings.
