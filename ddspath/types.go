@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/picobridge/picobridge/ddspath/ros2"
 )
 
 // Sentinel errors. Cyclone result codes map onto them through *Error.Is.
@@ -238,14 +240,10 @@ type Endpoint struct {
 
 // TypeHashFromUserData extracts the ROS 2 type hash ("RIHS01_…") from an
 // endpoint USER_DATA of the form "k=v;typehash=RIHS01_…;" or returns "".
+// The parsing is ros2.TypeHashFromUserData's.
 func TypeHashFromUserData(ud []byte) string {
-	for _, kv := range strings.Split(string(ud), ";") {
-		k, v, ok := strings.Cut(kv, "=")
-		if ok && strings.TrimSpace(k) == "typehash" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return ""
+	h, _ := ros2.TypeHashFromUserData(ud)
+	return h
 }
 
 // Overflow is what a reader's bounded queue does when it is full.
