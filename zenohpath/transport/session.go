@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -95,6 +96,8 @@ type Session struct {
 
 	// write goroutine only
 	txSN [2]uint64
+
+	txRate atomic.Uint64 // float64 bits, bytes/s; see SetTxRate
 
 	stats      stats
 	dropLogged atomic.Uint32 // drop reasons already logged, one bit each
@@ -297,7 +300,12 @@ func (s *Session) Send(m wire.NetworkMessage, o SendOptions) error {
 	}
 	bp := getBuf()
 	*bp = m.Append((*bp)[:0])
-	it := txItem{buf: bp, reliable: o.Reliable, express: o.Express}
+	return s.enqueue(txItem{buf: bp, reliable: o.Reliable, express: o.Express}, o)
+}
+
+// enqueue places it in the TX queue under the congestion control of o.
+func (s *Session) enqueue(it txItem, o SendOptions) error {
+	bp := it.buf
 	select {
 	case s.txq <- it:
 		return nil
@@ -511,4 +519,69 @@ func (s *Session) State() State {
 	default:
 	}
 	return StateOpen
+}
+
+// SendEncoded queues one network message that is already encoded (the wire
+// bytes of exactly one NetworkMessage, as m.Append produces them). It is how
+// the router fans one sample out to N sessions while encoding it once: b is
+// shared, so neither the caller nor anyone else may modify it after the call;
+// the session keeps a reference until the bytes are written. Congestion
+// control and errors are as for Send.
+//
+// Placeholder contract for the TX pipeline (issue 10): today it copies b and
+// queues it like Send.
+func (s *Session) SendEncoded(b []byte, o SendOptions) error {
+	select {
+	case <-s.closing:
+		return ErrClosed
+	default:
+	}
+	if len(b) > s.cfg.MaxReassembly {
+		s.drop(dropTooLarge)
+		return ErrTooLarge
+	}
+	bp := getBuf()
+	*bp = append((*bp)[:0], b...)
+	return s.enqueue(txItem{buf: bp, reliable: o.Reliable, express: o.Express}, o)
+}
+
+// SetTxRate paces the session's link at bytesPerSecond (batch content bytes
+// per second, the stream prefix included), 0 = unpaced: the writer releases
+// batches no faster than that, so the queue forms here, where priority decides
+// the order, and not in a bottleneck downstream (issue 10 item 2). Safe for
+// concurrent use.
+//
+// Placeholder contract for the TX pipeline (issue 10): today the rate is
+// recorded and not applied.
+func (s *Session) SetTxRate(bytesPerSecond float64) {
+	s.txRate.Store(math.Float64bits(max(bytesPerSecond, 0)))
+}
+
+// TxRate is the pacing rate set by SetTxRate, in bytes/s; 0 = unpaced.
+func (s *Session) TxRate() float64 { return math.Float64frombits(s.txRate.Load()) }
+
+// TxBacklog is what waits in a session's TX queues, per priority
+// (wire.Priority 0 Control … 7 Background).
+type TxBacklog struct {
+	Bytes    [8]int
+	Messages [8]int
+}
+
+// Total returns the queued bytes and messages over all priorities.
+func (b TxBacklog) Total() (bytes, messages int) {
+	for i := range b.Bytes {
+		bytes += b.Bytes[i]
+		messages += b.Messages[i]
+	}
+	return bytes, messages
+}
+
+// TxBacklog returns what waits to be written now.
+//
+// Placeholder contract for the TX pipeline (issue 10): today every queued
+// message counts at priority Data and bytes are not tracked.
+func (s *Session) TxBacklog() TxBacklog {
+	var b TxBacklog
+	b.Messages[wire.PriorityData] = len(s.txq)
+	return b
 }
