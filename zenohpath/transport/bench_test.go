@@ -56,15 +56,13 @@ func BenchmarkBatchAppend(b *testing.B) {
 	cfg := testConfig().withDefaults()
 	s := newSession(&cfg, nullLink{}, params{resolution: wire.DefaultResolution, batchSize: 65535, peerLease: time.Second}, HandlerFuncs{})
 	w := &writer{s: s, buf: make([]byte, wire.StreamPrefixLen, wire.StreamPrefixLen+s.maxContent)}
-	w.flushT = time.NewTimer(time.Hour)
-	w.flushT.Stop()
 	m := push("demo/bench/small", bytes.Repeat([]byte("p"), 16))
 	b.ReportAllocs()
 	b.SetBytes(int64(m.Len()))
 	for b.Loop() {
 		bp := getBuf()
 		*bp = m.Append((*bp)[:0])
-		w.add(txItem{buf: bp, reliable: true})
+		w.add(txItem{b: *bp, pooled: bp, rel: true})
 	}
 }
 
@@ -127,7 +125,11 @@ func TestRXAllocs(t *testing.T) {
 		if err := s.Send(m, SendOptions{Reliable: true}); err != nil {
 			t.Fatal(err)
 		}
-		putBuf((<-s.txq).buf)
+		s.tx.mu.Lock()
+		it := s.tx.q[wire.PriorityControl].pop() // the zero SendOptions.Priority
+		s.tx.doneLocked(it.prio, len(it.b))
+		s.tx.mu.Unlock()
+		it.release()
 	})
 	if allocs != 0 {
 		t.Fatalf("Send allocates %v per message", allocs)

@@ -28,14 +28,38 @@ const (
 	// DefaultKeepAliveDivisor: KEEP_ALIVE after lease/4 of TX silence (Rust
 	// keep_alive = 4; pico uses 3, §6).
 	DefaultKeepAliveDivisor = 4
-	// DefaultMaxReassembly bounds a reassembled message, in bytes (pico's
-	// GNUmakefile Z_FRAG_MAX_SIZE = 300000; Rust defaults to 1 GiB).
-	DefaultMaxReassembly = 1 << 20
+	// DefaultMaxMessageSize bounds one network message, in bytes: what Send
+	// and SendEncoded accept and what a fragment train may reassemble to on
+	// receive (zenohd's transport max message size idea; Rust defaults to
+	// 1 GiB, pico's GNUmakefile Z_FRAG_MAX_SIZE is 300000). 8 MiB holds a
+	// 2 MB camera image (or a 1920×1080 RGB frame, 6.2 MB) with room for
+	// attachments, while one hostile peer's reassembly stays a few MiB.
+	DefaultMaxMessageSize = 8 << 20
+	// DefaultMaxReassembly is the former name of DefaultMaxMessageSize.
+	//
+	// Deprecated: use DefaultMaxMessageSize.
+	DefaultMaxReassembly = DefaultMaxMessageSize
 	// DefaultOpenTimeout bounds the INIT/OPEN exchange (Rust open/accept
 	// timeout, pico Z_TRANSPORT_CONNECT_TIMEOUT: 10 s).
 	DefaultOpenTimeout = 10 * time.Second
-	// DefaultTxQueue is the TX queue depth, in messages.
+	// DefaultTxQueue bounds each TX priority queue, in messages.
 	DefaultTxQueue = 1024
+	// DefaultTxQueueBatches sizes each TX priority queue's byte bound when
+	// Config.TxQueueBytes is 0: this many negotiated batches (16 × 65535 ≈
+	// 1 MiB on TCP, 32 KiB towards a batch-2048 pico). Rust sizes its
+	// per-priority queues in batches too (transport/link/tx/queue/size: 1
+	// to 4 batches of 64 KiB, each batch a stage of its pipeline); we queue
+	// whole messages, so a few more batches keep a 200 kB-at-50 Hz stream
+	// from dropping on a single hiccup while bounding the wait behind the
+	// queue to 16 batch times.
+	DefaultTxQueueBatches = 16
+	// DefaultTCPNotSentLowat is the TCP_NOTSENT_LOWAT set on TCP links, in
+	// bytes: the kernel holds at most about this many unsent bytes, so the
+	// TX scheduler, not the socket buffer, decides what goes next. 16 KiB is
+	// 1.3 ms at 100 Mbit/s, a quarter of a 64 KiB batch, and large enough
+	// that a loopback or LAN link still runs at full speed (Linux's own
+	// suggestion for latency-sensitive senders is 16 KiB to 128 KiB).
+	DefaultTCPNotSentLowat = 16 << 10
 	// DefaultBlockTimeout bounds how long Send with Block waits for room.
 	DefaultBlockTimeout = time.Second
 	// DefaultWaitBeforeDrop is how long Send without Block waits for room in
@@ -73,14 +97,35 @@ type Config struct {
 	// filled batch. 0 = no waiting: the writer flushes as soon as its queue
 	// is empty (messages queued meanwhile still share a batch).
 	FlushPeriod time.Duration
-	// MaxReassembly bounds a reassembled (fragmented) message, in bytes, on
-	// receive; a larger train is dropped and counted. It also bounds what
-	// Send accepts. 0 = DefaultMaxReassembly.
+	// MaxMessageSize bounds one network message, in bytes (its encoding):
+	// Send and SendEncoded refuse a larger one (ErrTooLarge, counted
+	// too_large) and a fragment train that grows beyond it on receive is
+	// dropped (counted fragment_oversize). 0 = MaxReassembly if set, else
+	// DefaultMaxMessageSize (8 MiB).
+	MaxMessageSize int
+	// MaxReassembly is the former name of MaxMessageSize; used only when
+	// MaxMessageSize is 0. After defaults both hold the same value.
+	//
+	// Deprecated: use MaxMessageSize.
 	MaxReassembly int
 	// OpenTimeout bounds the INIT/OPEN handshake. 0 = DefaultOpenTimeout.
 	OpenTimeout time.Duration
-	// TxQueue is the TX queue depth in messages. 0 = DefaultTxQueue.
+	// TxQueue bounds each of the 8 TX priority queues, in messages.
+	// 0 = DefaultTxQueue.
 	TxQueue int
+	// TxQueueBytes bounds each of the 8 TX priority queues, in bytes of
+	// encoded messages (a message being fragmented counts whole until its
+	// last fragment is written). A message is admitted when its queue is
+	// empty or when it fits under both bounds; so one message up to
+	// MaxMessageSize always gets through an idle queue, and a queue never
+	// holds more than max(TxQueueBytes, MaxMessageSize) bytes.
+	// 0 = DefaultTxQueueBatches × the negotiated batch size.
+	TxQueueBytes int
+	// TCPNotSentLowat is the TCP_NOTSENT_LOWAT of TCP links, in bytes.
+	// 0 = DefaultTCPNotSentLowat; negative = leave the kernel default (no
+	// limit: up to the whole send buffer may wait in the kernel, where
+	// priority no longer applies).
+	TCPNotSentLowat int
 	// BlockTimeout bounds Send with SendOptions.Block. 0 = DefaultBlockTimeout.
 	BlockTimeout time.Duration
 	// WaitBeforeDrop bounds how long Send without SendOptions.Block waits
@@ -111,14 +156,16 @@ func (c Config) withDefaults() Config {
 	if c.KeepAliveDivisor <= 0 {
 		c.KeepAliveDivisor = DefaultKeepAliveDivisor
 	}
-	if c.MaxReassembly <= 0 {
-		c.MaxReassembly = DefaultMaxReassembly
-	}
+	c.MaxMessageSize = c.MessageSizeLimit()
+	c.MaxReassembly = c.MaxMessageSize
 	if c.OpenTimeout <= 0 {
 		c.OpenTimeout = DefaultOpenTimeout
 	}
 	if c.TxQueue <= 0 {
 		c.TxQueue = DefaultTxQueue
+	}
+	if c.TCPNotSentLowat == 0 {
+		c.TCPNotSentLowat = DefaultTCPNotSentLowat
 	}
 	if c.WaitBeforeDrop == 0 {
 		c.WaitBeforeDrop = DefaultWaitBeforeDrop
@@ -132,16 +179,35 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// MessageSizeLimit is the effective MaxMessageSize, in bytes: MaxMessageSize,
+// else the deprecated MaxReassembly, else DefaultMaxMessageSize. The Go
+// client API (zenohpath) uses it to refuse a local Put above the limit.
+func (c Config) MessageSizeLimit() int {
+	switch {
+	case c.MaxMessageSize > 0:
+		return c.MaxMessageSize
+	case c.MaxReassembly > 0:
+		return c.MaxReassembly
+	}
+	return DefaultMaxMessageSize
+}
+
 // SendOptions says how Send treats one message.
 type SendOptions struct {
 	// Reliable selects the reliable channel (FRAME R=1); else best effort.
 	Reliable bool
 	// Express: the message leaves at once in its own batch, not coalesced.
 	Express bool
-	// Priority is advisory (no QoS lanes are negotiated, §4.6); kept for
-	// the API and the future QoS support.
+	// Priority selects the TX queue (wire.PriorityControl 0 … 7
+	// Background; values above 7 count as 7): the writer always serves the
+	// highest non-empty priority, so a message waits at most about one
+	// batch behind lower-priority bytes (see docs/transport.md). It is a
+	// local scheduling decision only: no QoS lanes are negotiated (§4.6),
+	// so nothing about it goes on the wire.
 	Priority wire.Priority
-	// Block: when the TX queue is full, wait up to Config.BlockTimeout for
-	// room (congestion control BLOCK); else drop at once (DROP).
+	// Block: when the priority's TX queue is full, wait up to
+	// Config.BlockTimeout for room (congestion control BLOCK, then
+	// ErrBlockTimeout); else wait at most Config.WaitBeforeDrop and drop
+	// (DROP, ErrQueueFull).
 	Block bool
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -77,7 +76,7 @@ type Session struct {
 	kaPeriod   time.Duration // KEEP_ALIVE after this much TX silence
 	rxLease    time.Duration // expire after this much RX silence (peer's lease)
 
-	txq     chan txItem
+	tx      txState       // TX queues and writer (pipeline.go, tx.go)
 	closing chan struct{} // closed when the session starts closing
 	done    chan struct{} // closed after HandleClose returned
 	wdone   chan struct{} // closed when the write goroutine exited
@@ -96,8 +95,6 @@ type Session struct {
 
 	// write goroutine only
 	txSN [2]uint64
-
-	txRate atomic.Uint64 // float64 bits, bytes/s; see SetTxRate
 
 	stats      stats
 	dropLogged atomic.Uint32 // drop reasons already logged, one bit each
@@ -121,24 +118,6 @@ type Stats struct {
 	Dropped                map[string]uint64 // by reason (queue_full, sn_window, fragment_gap, ...); only non-zero entries
 }
 
-type txItem struct {
-	buf      *[]byte // encoded network message (pooled)
-	reliable bool
-	express  bool
-}
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
-
-func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
-
-func putBuf(b *[]byte) {
-	if cap(*b) > 256<<10 {
-		return
-	}
-	*b = (*b)[:0]
-	bufPool.Put(b)
-}
-
 func newSession(cfg *Config, l link, p params, h Handler) *Session {
 	s := &Session{
 		id:      sessionIDs.Add(1),
@@ -149,7 +128,6 @@ func newSession(cfg *Config, l link, p params, h Handler) *Session {
 		m:       cfg.Metrics,
 		remote:  l.remoteAddr(),
 		mask:    p.snMask(),
-		txq:     make(chan txItem, cfg.TxQueue),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		wdone:   make(chan struct{}),
@@ -169,16 +147,29 @@ func newSession(cfg *Config, l link, p params, h Handler) *Session {
 	s.reasm = [2]*reassembler{newReassembler(cfg.MaxReassembly, s.mask, patch), newReassembler(cfg.MaxReassembly, s.mask, patch)}
 	s.walkFn = s.onMessage
 	s.log = cfg.Logger.With("session", s.id, "zid", p.peerZID.String(), "remote", s.remote.String())
+	s.tx.init(s)
+	if tl, ok := l.(*tcpLink); ok && cfg.TCPNotSentLowat > 0 {
+		if err := setNotSentLowat(tl.c, cfg.TCPNotSentLowat); err != nil {
+			s.log.Debug("transport: TCP_NOTSENT_LOWAT not set", "err", err)
+		}
+	}
 	return s
 }
 
-// start runs the write goroutine; the caller runs readLoop (in its own
-// goroutine or the current one).
+// start enables the writer (started on demand, tx.go) and the keep-alive
+// timer; the caller runs readLoop (in its own goroutine or the current one).
 func (s *Session) start() {
 	s.m.opened()
 	s.log.Debug("transport session open", "whatami", s.p.peerWhatAmI.String(), "batch", s.p.batchSize,
 		"peer_lease", s.p.peerLease, "patch", s.p.patch, "resolution", s.p.resolution)
-	go s.writeLoop()
+	s.tx.mu.Lock()
+	s.tx.ka = time.AfterFunc(s.kaPeriod, s.kaFire)
+	s.tx.started = true
+	run := s.tx.kickLocked() // anything queued before start
+	s.tx.mu.Unlock()
+	if run {
+		go s.writeLoop()
+	}
 }
 
 // ID is a process-unique session number (for logs and tables).
@@ -233,8 +224,8 @@ func (s *Session) Close(reason CloseReason) error {
 // shutdown records the first close reason and signals both goroutines.
 func (s *Session) shutdown(reason CloseReason, err error, sendClose bool) {
 	s.closeMu.Lock()
-	defer s.closeMu.Unlock()
 	if s.closeErr != nil {
+		s.closeMu.Unlock()
 		return
 	}
 	ce := &CloseError{Reason: reason, Err: err}
@@ -248,6 +239,14 @@ func (s *Session) shutdown(reason CloseReason, err error, sendClose bool) {
 	// A writer stuck in a write to a peer that stopped reading must not
 	// hold the close up for a whole lease.
 	s.forceClose = time.AfterFunc(closeGrace, func() { _ = s.l.close() })
+	s.closeMu.Unlock()
+	// The writer (started if none runs) flushes, sends CLOSE and exits.
+	s.tx.mu.Lock()
+	run := s.tx.kickLocked()
+	s.tx.mu.Unlock()
+	if run {
+		go s.writeLoop()
+	}
 }
 
 // Stats returns a snapshot of the session's counters.
@@ -275,67 +274,6 @@ func (s *Session) drop(r dropReason) {
 	bit := uint32(1) << r
 	if old := s.dropLogged.Load(); old&bit == 0 && s.dropLogged.CompareAndSwap(old, old|bit) {
 		s.log.Warn("transport: dropping messages (logged once per reason and session; see Stats and metrics)", "reason", r.String())
-	}
-}
-
-// Send queues one network message. It encodes m before returning, so m
-// (and the bytes it points to) may be reused as soon as Send returns. It
-// never blocks on a slow peer beyond the congestion control in o: without
-// Block a full TX queue drops the message (ErrQueueFull, counted) after
-// waiting at most Config.WaitBeforeDrop for room (1 ms by default, as Rust
-// Zenoh does); with Block it waits up to Config.BlockTimeout (ErrBlockTimeout). Express
-// messages leave at once in their own batch; others share a FRAME with
-// the messages queued around them. Messages larger than a batch are
-// fragmented. Safe to call from HandleNetwork.
-func (s *Session) Send(m wire.NetworkMessage, o SendOptions) error {
-	select {
-	case <-s.closing:
-		return ErrClosed
-	default:
-	}
-	n := m.Len()
-	if n > s.cfg.MaxReassembly {
-		s.drop(dropTooLarge)
-		return ErrTooLarge
-	}
-	bp := getBuf()
-	*bp = m.Append((*bp)[:0])
-	return s.enqueue(txItem{buf: bp, reliable: o.Reliable, express: o.Express}, o)
-}
-
-// enqueue places it in the TX queue under the congestion control of o.
-func (s *Session) enqueue(it txItem, o SendOptions) error {
-	bp := it.buf
-	select {
-	case s.txq <- it:
-		return nil
-	default:
-	}
-	wait := s.cfg.BlockTimeout
-	if !o.Block {
-		wait = s.cfg.WaitBeforeDrop
-	}
-	if wait <= 0 {
-		putBuf(bp)
-		s.drop(dropQueueFull)
-		return ErrQueueFull
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case s.txq <- it:
-		return nil
-	case <-t.C:
-		putBuf(bp)
-		if !o.Block {
-			s.drop(dropQueueFull)
-			return ErrQueueFull
-		}
-		s.drop(dropBlockTimeout)
-		return ErrBlockTimeout
-	case <-s.closing:
-		putBuf(bp)
-		return ErrClosed
 	}
 }
 
@@ -519,69 +457,4 @@ func (s *Session) State() State {
 	default:
 	}
 	return StateOpen
-}
-
-// SendEncoded queues one network message that is already encoded (the wire
-// bytes of exactly one NetworkMessage, as m.Append produces them). It is how
-// the router fans one sample out to N sessions while encoding it once: b is
-// shared, so neither the caller nor anyone else may modify it after the call;
-// the session keeps a reference until the bytes are written. Congestion
-// control and errors are as for Send.
-//
-// Placeholder contract for the TX pipeline (issue 10): today it copies b and
-// queues it like Send.
-func (s *Session) SendEncoded(b []byte, o SendOptions) error {
-	select {
-	case <-s.closing:
-		return ErrClosed
-	default:
-	}
-	if len(b) > s.cfg.MaxReassembly {
-		s.drop(dropTooLarge)
-		return ErrTooLarge
-	}
-	bp := getBuf()
-	*bp = append((*bp)[:0], b...)
-	return s.enqueue(txItem{buf: bp, reliable: o.Reliable, express: o.Express}, o)
-}
-
-// SetTxRate paces the session's link at bytesPerSecond (batch content bytes
-// per second, the stream prefix included), 0 = unpaced: the writer releases
-// batches no faster than that, so the queue forms here, where priority decides
-// the order, and not in a bottleneck downstream (issue 10 item 2). Safe for
-// concurrent use.
-//
-// Placeholder contract for the TX pipeline (issue 10): today the rate is
-// recorded and not applied.
-func (s *Session) SetTxRate(bytesPerSecond float64) {
-	s.txRate.Store(math.Float64bits(max(bytesPerSecond, 0)))
-}
-
-// TxRate is the pacing rate set by SetTxRate, in bytes/s; 0 = unpaced.
-func (s *Session) TxRate() float64 { return math.Float64frombits(s.txRate.Load()) }
-
-// TxBacklog is what waits in a session's TX queues, per priority
-// (wire.Priority 0 Control … 7 Background).
-type TxBacklog struct {
-	Bytes    [8]int
-	Messages [8]int
-}
-
-// Total returns the queued bytes and messages over all priorities.
-func (b TxBacklog) Total() (bytes, messages int) {
-	for i := range b.Bytes {
-		bytes += b.Bytes[i]
-		messages += b.Messages[i]
-	}
-	return bytes, messages
-}
-
-// TxBacklog returns what waits to be written now.
-//
-// Placeholder contract for the TX pipeline (issue 10): today every queued
-// message counts at priority Data and bytes are not tracked.
-func (s *Session) TxBacklog() TxBacklog {
-	var b TxBacklog
-	b.Messages[wire.PriorityData] = len(s.txq)
-	return b
 }

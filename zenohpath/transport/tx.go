@@ -1,82 +1,303 @@
 package transport
 
 import (
+	"sync"
 	"time"
 
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
-// The write goroutine owns the link's write side, the TX SN counters and
-// the batch being filled. Rules (zenoh-wire.md §3.2, §4.6, §4.7, §12.8):
+// The writer owns the link's write side, the TX SN counters, the fragment
+// trains and the batch being filled. Rules (zenoh-wire.md §3.2, §4.6, §4.7,
+// §12.8):
 //   - one transport message per batch: a FRAME (holding ≥1 network
 //     messages of one channel), a FRAGMENT, a KEEP_ALIVE or a CLOSE; never
 //     anything after a FRAME (zenoh-pico reads a FRAME to the end of its batch);
 //   - batch content ≤ negotiated batch size − 2 on streams;
-//   - no Frame/Fragment QoS extension (QoS is never negotiated).
+//   - no Frame/Fragment QoS extension (QoS is never negotiated);
+//   - the fragments of one message take consecutive SNs of its channel with
+//     nothing else of that channel in between: Rust's DefragBuffer::push
+//     requires sn == expected (transport/src/common/defragmentation.rs) and
+//     zenoh-pico drops a train whose next fragment is not consecutive to the
+//     channel's last SN (src/transport/unicast/rx.c). The other channel has
+//     its own SN space and defragmentation buffer in both, so its messages
+//     may go between two fragments.
+//
+// No goroutine runs while a session is idle: Send (or the keep-alive timer,
+// or shutdown) starts writeLoop when none runs, and writeLoop returns once
+// the queues, the fragment trains and the pending FRAME are empty, handing
+// its batch buffer back to a pool.
 
-// writer is the state of the write goroutine.
+// writer is the state of the TX side that only the running writeLoop
+// touches; it persists across writeLoop runs (SNs, pacing tokens).
 type writer struct {
 	s       *Session
-	buf     []byte // StreamPrefixLen reserved bytes + batch content
+	buf     []byte // StreamPrefixLen reserved bytes + batch content; nil while idle
 	pending bool   // buf holds a FRAME with at least one message
 	pendRel bool
-	lastTx  time.Time
 	err     error
 	closing time.Time // set while closing: the deadline of every write
 
+	train    [2]train // per channel: a message being fragmented
+	trainSeq uint64
+
 	flushT     *time.Timer
 	flushArmed bool
+
+	paceT  *time.Timer
+	tokens float64 // pacing bucket, bytes (negative: debt)
+	tokAt  time.Time
+}
+
+// train is a message being cut into FRAGMENTs, one batch at a time.
+type train struct {
+	it     txItem
+	off    int
+	active bool
+	seq    uint64 // start order (FIFO between two trains of one priority)
+}
+
+// Batch buffers are pooled per capacity (the few negotiated batch sizes in
+// use), so an idle session holds none.
+var batchPools sync.Map // int → *sync.Pool of *[]byte
+
+func batchPool(size int) *sync.Pool {
+	if p, ok := batchPools.Load(size); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := batchPools.LoadOrStore(size, &sync.Pool{New: func() any { b := make([]byte, 0, size); return &b }})
+	return p.(*sync.Pool)
+}
+
+func (w *writer) size() int { return wire.StreamPrefixLen + w.s.maxContent }
+
+func (w *writer) acquire() {
+	if w.buf == nil {
+		bp := batchPool(w.size()).Get().(*[]byte)
+		w.buf = (*bp)[:wire.StreamPrefixLen]
+	}
+}
+
+func (w *writer) releaseBuf() {
+	if w.buf != nil {
+		b := w.buf[:0]
+		w.buf = nil
+		batchPool(cap(b)).Put(&b)
+	}
+}
+
+// limit is the largest batch content now: the negotiated one, or the paced
+// chunk (SetTxRate).
+func (w *writer) limit() int {
+	if r := w.s.TxRate(); r > 0 {
+		return pacedChunk(r, w.s.maxContent)
+	}
+	return w.s.maxContent
+}
+
+// action is what the scheduler picked for one step.
+type action struct {
+	kind int // actNone, actItem, actFragment
+	it   txItem
+	ch   int
+	frag bool // actItem: it starts a fragment train (still counted in its queue)
+}
+
+const (
+	actNone = iota
+	actItem
+	actFragment
+)
+
+// pickLocked chooses the next step: for priorities from 0 (Control) to 7
+// (Background), first a fragment train of that priority (the older one
+// first), then the queue's head, unless a train on the head's channel is
+// unfinished: then that train goes on (whatever its priority: the head may
+// not pass it, and waits one batch per step). Caller holds s.tx.mu.
+func (w *writer) pickLocked() action {
+	t := &w.s.tx
+	for p := 0; p < numPrio; p++ {
+		if c, ok := w.trainAt(uint8(p)); ok {
+			return action{kind: actFragment, ch: c}
+		}
+		q := &t.q[p]
+		if q.n == 0 {
+			continue
+		}
+		c := channel(q.peek().rel)
+		if w.train[c].active {
+			return action{kind: actFragment, ch: c}
+		}
+		it := q.pop()
+		// The writer has it now: its queue has room again. A message to
+		// fragment is held by its train (one per channel) until written.
+		t.doneLocked(it.prio, len(it.b))
+		frag := w.needsFragments(&it)
+		if frag {
+			t.trainBytes[it.prio] += len(it.b)
+			t.trainMsgs[it.prio]++
+		}
+		return action{kind: actItem, it: it, frag: frag}
+	}
+	return action{}
+}
+
+func (w *writer) trainAt(p uint8) (int, bool) {
+	a, b := &w.train[chReliable], &w.train[chBestEffort]
+	okA, okB := a.active && a.it.prio == p, b.active && b.it.prio == p
+	switch {
+	case okA && okB:
+		if a.seq < b.seq {
+			return chReliable, true
+		}
+		return chBestEffort, true
+	case okA:
+		return chReliable, true
+	case okB:
+		return chBestEffort, true
+	}
+	return 0, false
+}
+
+// needsFragments: it does not fit in an empty batch as a FRAME.
+func (w *writer) needsFragments(it *txItem) bool {
+	sn := w.s.txSN[channel(it.rel)]
+	return 1+wire.VLELen(sn)+len(it.b) > w.limit()
 }
 
 func (s *Session) writeLoop() {
-	defer close(s.wdone)
-	w := &writer{s: s, buf: make([]byte, wire.StreamPrefixLen, wire.StreamPrefixLen+s.maxContent), lastTx: time.Now()}
-	ka := time.NewTimer(s.kaPeriod)
-	defer ka.Stop()
-	w.flushT = time.NewTimer(time.Hour)
-	w.flushT.Stop()
-	defer w.flushT.Stop()
+	t := &s.tx
+	w := &t.w
+	w.acquire()
 	for {
-		select {
-		case <-s.closing:
-			w.closeLink()
-			return
-		case it := <-s.txq:
-			w.add(it)
-			// Coalesce whatever is queued already (bounded, so that a
-			// flood cannot starve the close, flush and keep-alive cases).
-		drain:
-			for i := 0; i < cap(s.txq) && w.err == nil; i++ {
-				select {
-				case it := <-s.txq:
-					w.add(it)
-				default:
-					break drain
-				}
-			}
-			if w.pending {
-				if s.cfg.FlushPeriod <= 0 {
-					w.flush()
-				} else if !w.flushArmed {
-					w.flushT.Reset(s.cfg.FlushPeriod)
-					w.flushArmed = true
-				}
-			}
-		case <-w.flushT.C:
-			w.flushArmed = false
-			w.flush()
-		case <-ka.C:
-			if idle := time.Since(w.lastTx); idle >= s.kaPeriod {
-				w.keepAlive()
-				ka.Reset(s.kaPeriod)
-			} else {
-				ka.Reset(s.kaPeriod - idle)
+		if w.err == nil {
+			select {
+			case <-s.closing:
+				w.closeLink()
+				t.exit()
+				return
+			default:
 			}
 		}
 		if w.err != nil {
 			w.failed()
+			t.exit()
 			return
 		}
+		if d := w.paceDelay(); d > 0 {
+			w.sleep(d)
+			continue
+		}
+		t.mu.Lock()
+		a := w.pickLocked()
+		if a.kind != actNone {
+			t.mu.Unlock()
+			w.do(a)
+			continue
+		}
+		switch {
+		case t.kaDue:
+			t.kaDue = false
+			t.mu.Unlock()
+			w.keepAlive()
+		case w.pending && s.cfg.FlushPeriod <= 0:
+			t.mu.Unlock()
+			w.flush()
+		case !w.pending:
+			// Idle: hand the buffer back and let the goroutine go.
+			for i := range t.q {
+				if q := &t.q[i]; q.n == 0 && len(q.ring) > idleRing {
+					q.ring, q.head = nil, 0
+				}
+			}
+			w.releaseBuf()
+			t.running, t.sleeping = false, false
+			t.mu.Unlock()
+			return
+		default:
+			// A partly filled FRAME waits for FlushPeriod or more messages.
+			t.sleeping = true
+			t.mu.Unlock()
+			w.armFlush()
+			select {
+			case <-t.wake:
+			case <-w.flushT.C:
+				w.flushArmed = false
+				w.flush()
+			case <-s.closing:
+			}
+			t.mu.Lock()
+			t.sleeping = false
+			t.mu.Unlock()
+		}
+	}
+}
+
+// exit ends the last writer: what is still queued is dropped (counted
+// closed), no writer starts again, and wdone is closed.
+func (t *txState) exit() {
+	w := &t.w
+	t.mu.Lock()
+	t.dead = true
+	t.running = false
+	w.discardLocked()
+	t.ka.Stop()
+	t.mu.Unlock()
+	if w.flushT != nil {
+		w.flushT.Stop()
+	}
+	if w.paceT != nil {
+		w.paceT.Stop()
+	}
+	w.releaseBuf()
+	close(w.s.wdone)
+}
+
+// discardLocked drops every queued message and unfinished train (counted
+// closed). Caller holds s.tx.mu.
+func (w *writer) discardLocked() {
+	s := w.s
+	t := &s.tx
+	for c := range w.train {
+		if tr := &w.train[c]; tr.active {
+			t.trainBytes[tr.it.prio] -= len(tr.it.b) - tr.off
+			t.trainMsgs[tr.it.prio]--
+			tr.it.release()
+			tr.active = false
+			s.drop(dropClosed)
+		}
+	}
+	for i := range t.q {
+		q := &t.q[i]
+		for q.n > 0 {
+			it := q.pop()
+			t.doneLocked(it.prio, len(it.b))
+			it.release()
+			s.drop(dropClosed)
+		}
+		q.ring, q.head = nil, 0
+	}
+}
+
+// kaFire is the keep-alive timer's function: it asks the writer for a
+// KEEP_ALIVE after kaPeriod without TX, running it itself when none runs.
+func (s *Session) kaFire() {
+	t := &s.tx
+	t.mu.Lock()
+	if t.dead {
+		t.mu.Unlock()
+		return
+	}
+	if idle := t.sinceTx(); idle < s.kaPeriod {
+		t.ka.Reset(s.kaPeriod - idle)
+		t.mu.Unlock()
+		return
+	}
+	t.kaDue = true
+	run := t.kickLocked()
+	t.mu.Unlock()
+	if run {
+		s.writeLoop()
 	}
 }
 
@@ -89,11 +310,10 @@ func (w *writer) failed() {
 		s.shutdown(ReasonLinkError, w.err, false)
 	}
 	_ = s.l.close() // unblock the reader
-	w.discardQueue()
 }
 
-// closeLink flushes what is queued (best effort), sends CLOSE when asked
-// and closes the link so that the reader wakes up.
+// closeLink writes what is queued (best effort, within closeGrace, unpaced),
+// sends CLOSE when asked and closes the link so that the reader wakes up.
 func (w *writer) closeLink() {
 	s := w.s
 	s.closeMu.Lock()
@@ -101,14 +321,14 @@ func (w *writer) closeLink() {
 	s.closeMu.Unlock()
 	w.closing = time.Now().Add(closeGrace)
 	if send {
-		for w.err == nil {
-			select {
-			case it := <-s.txq:
-				w.add(it)
-				continue
-			default:
+		for w.err == nil && time.Now().Before(w.closing) {
+			s.tx.mu.Lock()
+			a := w.pickLocked()
+			s.tx.mu.Unlock()
+			if a.kind == actNone {
+				break
 			}
-			break
+			w.do(a)
 		}
 		w.flush()
 		if w.err == nil {
@@ -116,19 +336,6 @@ func (w *writer) closeLink() {
 		}
 	}
 	_ = s.l.close()
-	w.discardQueue()
-}
-
-func (w *writer) discardQueue() {
-	for {
-		select {
-		case it := <-w.s.txq:
-			putBuf(it.buf)
-			w.s.drop(dropClosed)
-		default:
-			return
-		}
-	}
 }
 
 // deadline bounds one write: the peer's lease (a peer that reads nothing
@@ -140,32 +347,44 @@ func (w *writer) deadline() time.Time {
 	return time.Now().Add(w.s.rxLease)
 }
 
-// add places one message: in the pending FRAME, in a new FRAME, or as
-// FRAGMENTs when it does not fit in an empty batch.
+// do carries out one scheduler step.
+func (w *writer) do(a action) {
+	if a.kind == actFragment {
+		w.fragmentStep(a.ch)
+		return
+	}
+	it := a.it
+	if a.frag {
+		w.flush()
+		c := channel(it.rel)
+		w.trainSeq++
+		w.train[c] = train{it: it, active: true, seq: w.trainSeq}
+		w.fragmentStep(c)
+		return
+	}
+	w.add(it)
+}
+
+// add places one message that fits in a batch: in the pending FRAME or in
+// a new one; an express message is flushed at once, alone.
 func (w *writer) add(it txItem) {
-	defer putBuf(it.buf)
+	defer it.release()
 	if w.err != nil {
 		return
 	}
 	s := w.s
-	msg := *it.buf
-	if w.pending && (it.express || w.pendRel != it.reliable || len(w.buf)-wire.StreamPrefixLen+len(msg) > s.maxContent) {
+	msg := it.b
+	if w.pending && (it.expr || w.pendRel != it.rel || len(w.buf)-wire.StreamPrefixLen+len(msg) > w.limit()) {
 		w.flush()
 	}
 	if !w.pending {
-		ch := channel(it.reliable)
-		hdr := 1 + wire.VLELen(w.s.txSN[ch])
-		if hdr+len(msg) > s.maxContent {
-			w.fragment(msg, it.reliable)
-			return
-		}
-		sn := w.nextSN(it.reliable)
-		w.buf = wire.Frame{Reliable: it.reliable, SN: sn}.Append(w.buf[:wire.StreamPrefixLen])
-		w.pending, w.pendRel = true, it.reliable
+		sn := w.nextSN(it.rel)
+		w.buf = wire.Frame{Reliable: it.rel, SN: sn}.Append(w.buf[:wire.StreamPrefixLen])
+		w.pending, w.pendRel = true, it.rel
 	}
 	w.buf = append(w.buf, msg...)
 	s.stats.txMsgs.Add(1)
-	if it.express {
+	if it.expr {
 		w.flush()
 	}
 }
@@ -191,38 +410,77 @@ func (w *writer) flush() {
 	w.buf = w.buf[:wire.StreamPrefixLen]
 }
 
-// fragment sends msg as FRAGMENTs, one per batch, each taking the next SN
-// of the channel; the first carries First when Patch ≥ 1 was negotiated.
-func (w *writer) fragment(msg []byte, reliable bool) {
-	s := w.s
-	first := true
-	for len(msg) > 0 && w.err == nil {
-		sn := w.nextSN(reliable)
-		f := wire.Fragment{Reliable: reliable, SN: sn, First: first && s.p.patch >= 1}
-		room := s.maxContent - f.HeaderLen()
-		n := min(room, len(msg))
-		f.More = n < len(msg)
-		w.buf = f.Append(w.buf[:wire.StreamPrefixLen])
-		w.buf = append(w.buf, msg[:n]...)
-		w.write(w.buf)
-		msg = msg[n:]
-		first = false
+func (w *writer) armFlush() {
+	if w.flushArmed {
+		return
 	}
-	w.buf = w.buf[:wire.StreamPrefixLen]
-	s.stats.txMsgs.Add(1)
+	if w.flushT == nil {
+		w.flushT = time.NewTimer(w.s.cfg.FlushPeriod)
+	} else {
+		w.flushT.Reset(w.s.cfg.FlushPeriod)
+	}
+	w.flushArmed = true
 }
 
-func (w *writer) keepAlive() {
+// fragmentStep writes the next FRAGMENT of channel c's train, taking the
+// next SN of the channel; the first carries First when Patch ≥ 1 was
+// negotiated. A pending FRAME (of either channel) is written first: one
+// transport message per batch.
+func (w *writer) fragmentStep(c int) {
+	s := w.s
+	tr := &w.train[c]
+	t := &s.tx
 	w.flush()
 	if w.err == nil {
-		w.writeMsg(&wire.KeepAlive{}, w.deadline())
-		w.s.stats.keepAlivesTx.Add(1)
+		msg := tr.it.b
+		sn := w.nextSN(tr.it.rel)
+		f := wire.Fragment{Reliable: tr.it.rel, SN: sn, First: tr.off == 0 && s.p.patch >= 1}
+		n := min(w.limit()-f.HeaderLen(), len(msg)-tr.off)
+		f.More = tr.off+n < len(msg)
+		w.buf = f.Append(w.buf[:wire.StreamPrefixLen])
+		w.buf = append(w.buf, msg[tr.off:tr.off+n]...)
+		w.write(w.buf)
+		w.buf = w.buf[:wire.StreamPrefixLen]
+		if w.err == nil {
+			tr.off += n
+			t.mu.Lock()
+			t.trainBytes[tr.it.prio] -= n
+			if !f.More {
+				t.trainMsgs[tr.it.prio]--
+			}
+			t.mu.Unlock()
+			if f.More {
+				return
+			}
+			s.stats.txMsgs.Add(1)
+			tr.it.release()
+			tr.active = false
+		}
 	}
+	// On a write error the train stays: exit discards it (counted closed).
+}
+
+// keepAlive answers the keep-alive timer: a pending FRAME is written
+// instead when there is one; else a KEEP_ALIVE when nothing was written for
+// kaPeriod. Then the timer is re-armed from the last write.
+func (w *writer) keepAlive() {
+	s := w.s
+	if w.pending {
+		w.flush()
+	} else if s.tx.sinceTx() >= s.kaPeriod {
+		w.writeMsg(&wire.KeepAlive{}, w.deadline())
+		if w.err == nil {
+			s.stats.keepAlivesTx.Add(1)
+		}
+	}
+	s.tx.ka.Reset(max(s.kaPeriod-s.tx.sinceTx(), time.Millisecond))
 }
 
 func (w *writer) writeMsg(m wire.TransportMessage, deadline time.Time) {
-	b := m.Append(make([]byte, wire.StreamPrefixLen, wire.StreamPrefixLen+m.Len()))
-	w.writeDeadline(b, deadline)
+	w.acquire()
+	w.buf = m.Append(w.buf[:wire.StreamPrefixLen])
+	w.writeDeadline(w.buf, deadline)
+	w.buf = w.buf[:wire.StreamPrefixLen]
 }
 
 func (w *writer) write(b []byte) { w.writeDeadline(b, w.deadline()) }
@@ -236,8 +494,55 @@ func (w *writer) writeDeadline(b []byte, deadline time.Time) {
 		return
 	}
 	n := len(b) - wire.StreamPrefixLen
-	w.lastTx = time.Now()
+	t := &w.s.tx
+	t.lastTx.Store(int64(time.Since(t.epoch)))
+	w.charge(len(b))
 	w.s.stats.txBytes.Add(uint64(n))
 	w.s.stats.txBatches.Add(1)
 	w.s.m.tx(n)
+}
+
+// Pacing (SetTxRate): a token bucket in bytes, at most one batch of burst.
+// A batch may take the bucket into debt; the writer then sleeps until the
+// debt is paid before it picks the next step, so a message that arrives
+// meanwhile is still scheduled by priority.
+
+func (w *writer) paceDelay() time.Duration {
+	rate := w.s.TxRate()
+	if rate <= 0 || !w.closing.IsZero() {
+		w.tokAt = time.Time{}
+		return 0
+	}
+	now := time.Now()
+	burst := float64(wire.StreamPrefixLen + w.limit())
+	if w.tokAt.IsZero() {
+		w.tokens = burst
+	} else {
+		w.tokens = min(burst, w.tokens+rate*now.Sub(w.tokAt).Seconds())
+	}
+	w.tokAt = now
+	if w.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-w.tokens/rate*float64(time.Second)) + 1
+}
+
+func (w *writer) charge(n int) {
+	if !w.tokAt.IsZero() {
+		w.tokens -= float64(n)
+	}
+}
+
+// sleep waits d for pacing tokens (or until the session closes).
+func (w *writer) sleep(d time.Duration) {
+	if w.paceT == nil {
+		w.paceT = time.NewTimer(d)
+	} else {
+		w.paceT.Reset(d)
+	}
+	select {
+	case <-w.paceT.C:
+	case <-w.s.closing:
+		w.paceT.Stop()
+	}
 }

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package transport
+
+import "net"
+
+// setNotSentLowat is Linux-only (TCP_NOTSENT_LOWAT); elsewhere the kernel
+// default applies.
+func setNotSentLowat(net.Conn, int) error { return nil }
