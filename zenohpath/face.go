@@ -163,6 +163,8 @@ func (f *face) send(m wire.NetworkMessage, o sendOptions, kind string) {
 			f.log.Warn("face congested: blocking sends to it become drops until it drains", "kind", kind)
 		}
 		f.r.metrics.droppedInc(dropCongestion)
+	case errors.Is(err, transport.ErrTooLarge):
+		f.r.metrics.droppedInc(dropTooLarge)
 	case errors.Is(err, transport.ErrQueueFull), errors.Is(err, errLocalFull):
 		f.r.metrics.droppedInc(dropQueueFull)
 	case errors.Is(err, transport.ErrClosed), errors.Is(err, ErrClosed):

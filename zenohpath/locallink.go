@@ -30,6 +30,7 @@ var (
 // the router never runs user callbacks and never waits on them with its
 // lock held.
 type localLink struct {
+	maxMsg int // larger messages are refused (ErrTooLarge)
 	mu     sync.Mutex
 	q      []localItem
 	data   int
@@ -62,8 +63,8 @@ func (l *localLink) post(fn func()) bool {
 	return true
 }
 
-func newLocalLink() *localLink {
-	return &localLink{wake: make(chan struct{}, 1), space: make(chan struct{}, 1)}
+func newLocalLink(maxMsg int) *localLink {
+	return &localLink{maxMsg: maxMsg, wake: make(chan struct{}, 1), space: make(chan struct{}, 1)}
 }
 
 func isData(m wire.NetworkMessage) bool {
@@ -75,6 +76,9 @@ func isData(m wire.NetworkMessage) bool {
 }
 
 func (l *localLink) send(m wire.NetworkMessage, o sendOptions) error {
+	if l.maxMsg > 0 && m.Len() > l.maxMsg {
+		return ErrTooLarge
+	}
 	data := isData(m)
 	c := cloneNetwork(m)
 	var deadline <-chan time.Time

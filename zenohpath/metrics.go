@@ -20,7 +20,8 @@ import (
 //	                                          time, or marked congested), closed (face closing),
 //	                                          send_failed (other), late_response (reply after
 //	                                          the query ended), query_timeout (query ended by
-//	                                          its timeout)
+//	                                          its timeout), too_large (message over the
+//	                                          max message size)
 //
 // Create them with NewMetrics on a registry you own; a nil *Metrics records nothing.
 type Metrics struct {
@@ -40,6 +41,7 @@ const (
 	dropClosed       = "closed"
 	dropLateResponse = "late_response"
 	dropQueryTimeout = "query_timeout"
+	dropTooLarge     = "too_large"
 )
 
 // Label values of the bounded label sets, pre-initialised to 0 so that a
@@ -47,7 +49,7 @@ const (
 var (
 	routedKinds = []string{"push", "request", "response", "response_final", kindDeclareLabel, kindInterestLabel}
 	dropReasons = []string{dropUnresolved, dropInvalidKey, dropNoRoute, dropSendFailed, dropQueueFull,
-		dropCongestion, dropClosed, dropLateResponse, dropQueryTimeout}
+		dropCongestion, dropClosed, dropLateResponse, dropQueryTimeout, dropTooLarge}
 )
 
 // NewMetrics creates the router collectors and registers them on reg (nil: not

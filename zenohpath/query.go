@@ -16,6 +16,11 @@ type query struct {
 	targets map[*face]uint32
 	timer   *time.Timer
 	done    bool
+	// lowest is the lowest priority (highest value) of the responses relayed
+	// to the origin: RESPONSE_FINAL goes at it, so that the origin's TX
+	// scheduler, which serves higher priorities first and one priority in
+	// order, never lets the final overtake a reply.
+	lowest wire.Priority
 }
 
 // finish marks the query answered; it reports whether the caller must send
@@ -43,7 +48,9 @@ func (q *query) cancel() {
 
 // sendFinal sends RESPONSE_FINAL to the origin. Called without r.mu.
 func (q *query) sendFinal() {
-	q.origin.send(&wire.ResponseFinal{ID: q.rid}, controlOptions, "response_final")
+	o := controlOptions
+	o.Priority = q.lowest
+	q.origin.send(&wire.ResponseFinal{ID: q.rid}, o, "response_final")
 }
 
 // handleRequest forwards a REQUEST to every face with a matching queryable,
@@ -139,6 +146,7 @@ func (r *Router) handleResponse(f *face, m *wire.Response) {
 	}
 	key, cause := f.resolveCause(m.WireExpr)
 	origin, rid := q.origin, q.rid
+	q.lowest = max(q.lowest, m.EffectiveQoS().Priority())
 	r.mu.Unlock()
 	if cause != "" {
 		r.metrics.droppedInc(cause)

@@ -36,7 +36,9 @@ type RouterConfig struct {
 	// client (the zero value means client) or peer.
 	DialAs wire.WhatAmI
 	// Transport configures every session (lease, batch size, queues...);
-	// ZID and WhatAmI are set by the router.
+	// ZID and WhatAmI are set by the router. Transport.MaxMessageSize
+	// (0 = transport.DefaultMaxMessageSize, 8 MiB) also bounds what the
+	// in-process sessions may send and receive (ErrTooLarge).
 	Transport transport.Config
 }
 
@@ -51,6 +53,7 @@ type Router struct {
 	whatami      wire.WhatAmI
 	dialWhatAmI  wire.WhatAmI
 	tcfg         transport.Config
+	maxMsg       int // max encoded network message, bytes (Transport.MessageSizeLimit)
 	ctx          context.Context // cancelled by Close
 	cancel       context.CancelFunc
 
@@ -90,6 +93,7 @@ func NewRouter(cfg RouterConfig) *Router {
 		whatami:      cfg.WhatAmI,
 		dialWhatAmI:  cfg.DialAs,
 		tcfg:         cfg.Transport,
+		maxMsg:       cfg.Transport.MessageSizeLimit(),
 		faces:        map[uint64]*face{},
 		subRoutes:    map[string][]*face{},
 		done:         make(chan struct{}),
@@ -111,6 +115,10 @@ func RandomZID() wire.ZID {
 	b[15] |= 1 // non-zero, full length
 	return wire.MustZID(b[:])
 }
+
+// MaxMessageSize is the largest network message the router's sessions
+// send or accept, in bytes (encoded; RouterConfig.Transport.MaxMessageSize).
+func (r *Router) MaxMessageSize() int { return r.maxMsg }
 
 // ZID returns the router's Zenoh ID.
 func (r *Router) ZID() wire.ZID { return r.zid }

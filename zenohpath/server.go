@@ -129,6 +129,14 @@ func addrString(s *transport.Session) string {
 // ErrClosed is returned by operations on a closed Router or Session.
 var ErrClosed = errors.New("zenohpath: closed")
 
+// ErrTooLarge is returned by Put, Delete and the other sends of a Session
+// (and by the in-process link) for a message whose encoding is larger than
+// the router's max message size (RouterConfig.Transport.MaxMessageSize,
+// default transport.DefaultMaxMessageSize); counted in
+// picobridge_router_dropped_total{reason="too_large"}. It matches
+// transport.ErrTooLarge with errors.Is.
+var ErrTooLarge = fmt.Errorf("zenohpath: message larger than the max message size: %w", transport.ErrTooLarge)
+
 // upstreamReadyTimeout bounds how long a new upstream face waits for the
 // DeclareFinal answering our interest before it is used anyway.
 const upstreamReadyTimeout = 3 * time.Second

@@ -141,7 +141,7 @@ func newSession(r *Router, own bool, timeout time.Duration) (*Session, error) {
 		timeout = r.queryTimeout
 	}
 	s := &Session{
-		r: r, ownRouter: own, link: newLocalLink(), timeout: timeout, closing: make(chan struct{}),
+		r: r, ownRouter: own, link: newLocalLink(r.maxMsg), timeout: timeout, closing: make(chan struct{}),
 		subs: map[uint32]*Subscriber{}, qbls: map[uint32]*Queryable{}, gets: map[uint32]*getState{},
 		lsubs: map[uint32]*Subscriber{}, lgets: map[uint32]*getState{}, remoteTokens: map[uint32]string{}, tokens: map[uint32]string{},
 	}
@@ -202,6 +202,10 @@ func (s *Session) send(m wire.NetworkMessage, reliable bool) error {
 	s.mu.Unlock()
 	if closed {
 		return ErrClosed
+	}
+	if m.Len() > s.r.maxMsg {
+		s.r.metrics.droppedInc(dropTooLarge)
+		return ErrTooLarge
 	}
 	s.r.route(s.face, m, reliable)
 	return nil

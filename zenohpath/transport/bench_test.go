@@ -126,7 +126,7 @@ func TestRXAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.tx.mu.Lock()
-		it := s.tx.q[wire.PriorityControl].pop() // the zero SendOptions.Priority
+		it := s.tx.q[wire.PriorityControl].ch[chReliable].pop() // the zero SendOptions.Priority
 		s.tx.doneLocked(it.prio, len(it.b))
 		s.tx.mu.Unlock()
 		it.release()

@@ -27,6 +27,7 @@ type txItem struct {
 	rel    bool    // reliable channel
 	expr   bool    // express: leaves at once in its own batch
 	prio   uint8
+	seq    uint64 // enqueue order (FIFO across the two channels of a priority)
 }
 
 // release returns the item's buffer to the pool when it owns one.
@@ -49,36 +50,44 @@ func putBuf(b *[]byte) {
 	bufPool.Put(b)
 }
 
-// prioQueue is one priority's FIFO: a power-of-two ring, released when it
-// empties while the writer goes idle (so an idle session holds no ring).
-type prioQueue struct {
-	ring  []txItem
+// ring is a power-of-two FIFO of messages of one priority and channel,
+// released when it empties while the writer goes idle (so an idle session
+// holds no ring).
+type ring struct {
+	items []txItem
 	head  int
-	n     int // items in ring
-	bytes int // encoded bytes of the ring's items
-	count int // messages in the ring (== n)
+	n     int
 }
 
-func (q *prioQueue) push(it txItem) {
-	if q.n == len(q.ring) {
-		r := make([]txItem, max(8, 2*len(q.ring)))
-		for i := 0; i < q.n; i++ {
-			r[i] = q.ring[(q.head+i)&(len(q.ring)-1)]
+func (r *ring) push(it txItem) {
+	if r.n == len(r.items) {
+		x := make([]txItem, max(8, 2*len(r.items)))
+		for i := 0; i < r.n; i++ {
+			x[i] = r.items[(r.head+i)&(len(r.items)-1)]
 		}
-		q.ring, q.head = r, 0
+		r.items, r.head = x, 0
 	}
-	q.ring[(q.head+q.n)&(len(q.ring)-1)] = it
-	q.n++
+	r.items[(r.head+r.n)&(len(r.items)-1)] = it
+	r.n++
 }
 
-func (q *prioQueue) peek() *txItem { return &q.ring[q.head] }
+func (r *ring) peek() *txItem { return &r.items[r.head] }
 
-func (q *prioQueue) pop() txItem {
-	it := q.ring[q.head]
-	q.ring[q.head] = txItem{}
-	q.head = (q.head + 1) & (len(q.ring) - 1)
-	q.n--
+func (r *ring) pop() txItem {
+	it := r.items[r.head]
+	r.items[r.head] = txItem{}
+	r.head = (r.head + 1) & (len(r.items) - 1)
+	r.n--
 	return it
+}
+
+// prioQueue is one priority's queue: a FIFO per channel (so a message of
+// one channel never waits behind one that waits for a fragment train of
+// the other), served oldest head first, bounded together.
+type prioQueue struct {
+	ch    [2]ring
+	bytes int // encoded bytes queued
+	count int // messages queued
 }
 
 // idleRing is the largest ring kept while a session is idle (8 items, 320
@@ -97,13 +106,14 @@ type txState struct {
 	sleeping bool // the running writer waits on wake
 	dead     bool // the last writer exited: nothing is accepted any more
 	kaDue    bool // the keep-alive timer fired
+	seq      uint64
 	// Messages being fragmented (at most one per channel), by priority:
 	// bytes not yet written, and messages.
 	trainBytes [numPrio]int
 	trainMsgs  [numPrio]int
-	space    chan struct{}
-	wake     chan struct{} // cap 1
-	ka       *time.Timer   // keep-alive timer (AfterFunc: no goroutine while idle)
+	space      chan struct{}
+	wake       chan struct{} // cap 1
+	ka         *time.Timer   // keep-alive timer (AfterFunc: no goroutine while idle)
 
 	epoch  time.Time
 	lastTx atomic.Int64 // ns since epoch of the last write
@@ -231,7 +241,9 @@ func (s *Session) enqueue(it txItem, o SendOptions) error {
 		}
 		q := &t.q[p]
 		if q.count == 0 || (q.bytes+n <= t.bound && q.count < t.boundN) {
-			q.push(it)
+			t.seq++
+			it.seq = t.seq
+			q.ch[channel(it.rel)].push(it)
 			q.bytes += n
 			q.count++
 			run := t.kickLocked()

@@ -111,9 +111,11 @@ const (
 
 // pickLocked chooses the next step: for priorities from 0 (Control) to 7
 // (Background), first a fragment train of that priority (the older one
-// first), then the queue's head, unless a train on the head's channel is
-// unfinished: then that train goes on (whatever its priority: the head may
-// not pass it, and waits one batch per step). Caller holds s.tx.mu.
+// first), then the older of the priority's two channel heads whose channel
+// has no unfinished train; when every head waits for a train of its
+// channel, that train goes on (whatever its priority: nothing of its
+// channel may pass it; the waiting head gets its turn after at most one
+// batch per remaining fragment). Caller holds s.tx.mu.
 func (w *writer) pickLocked() action {
 	t := &w.s.tx
 	for p := 0; p < numPrio; p++ {
@@ -121,14 +123,26 @@ func (w *writer) pickLocked() action {
 			return action{kind: actFragment, ch: c}
 		}
 		q := &t.q[p]
-		if q.n == 0 {
+		if q.count == 0 {
 			continue
 		}
-		c := channel(q.peek().rel)
-		if w.train[c].active {
-			return action{kind: actFragment, ch: c}
+		c, blocked := -1, -1
+		for k := range q.ch {
+			r := &q.ch[k]
+			switch {
+			case r.n == 0:
+			case w.train[k].active:
+				if blocked < 0 || r.peek().seq < q.ch[blocked].peek().seq {
+					blocked = k
+				}
+			case c < 0 || r.peek().seq < q.ch[c].peek().seq:
+				c = k
+			}
 		}
-		it := q.pop()
+		if c < 0 {
+			return action{kind: actFragment, ch: blocked}
+		}
+		it := q.ch[c].pop()
 		// The writer has it now: its queue has room again. A message to
 		// fragment is held by its train (one per channel) until written.
 		t.doneLocked(it.prio, len(it.b))
@@ -206,8 +220,10 @@ func (s *Session) writeLoop() {
 		case !w.pending:
 			// Idle: hand the buffer back and let the goroutine go.
 			for i := range t.q {
-				if q := &t.q[i]; q.n == 0 && len(q.ring) > idleRing {
-					q.ring, q.head = nil, 0
+				for k := range t.q[i].ch {
+					if r := &t.q[i].ch[k]; r.n == 0 && len(r.items) > idleRing {
+						r.items, r.head = nil, 0
+					}
 				}
 			}
 			w.releaseBuf()
@@ -268,14 +284,16 @@ func (w *writer) discardLocked() {
 		}
 	}
 	for i := range t.q {
-		q := &t.q[i]
-		for q.n > 0 {
-			it := q.pop()
-			t.doneLocked(it.prio, len(it.b))
-			it.release()
-			s.drop(dropClosed)
+		for k := range t.q[i].ch {
+			r := &t.q[i].ch[k]
+			for r.n > 0 {
+				it := r.pop()
+				t.doneLocked(it.prio, len(it.b))
+				it.release()
+				s.drop(dropClosed)
+			}
+			r.items, r.head = nil, 0
 		}
-		q.ring, q.head = nil, 0
 	}
 }
 
