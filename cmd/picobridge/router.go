@@ -32,6 +32,7 @@ type routerOptions struct {
 	id       string
 	lease    time.Duration
 	batch    uint16
+	maxMsg   int
 	logLevel string
 	metrics  string
 }
@@ -59,6 +60,8 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 	f.StringVar(&o.id, "id", "", "Zenoh ID in hex as zenohd prints it (1 to 32 hex digits); default random")
 	f.DurationVar(&o.lease, "lease", transport.DefaultLease, "lease announced to peers")
 	f.Uint16Var(&o.batch, "batch-size", transport.DefaultBatchSize, "largest batch accepted, bytes (2-byte TCP prefix included)")
+	f.IntVar(&o.maxMsg, "max-message-size", transport.DefaultMaxMessageSize,
+		fmt.Sprintf("largest network message sent or reassembled, bytes (%d to %d; zenohd's transport max message size)", minMaxMessageSize, maxMaxMessageSize))
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics and the JSON status /routerz on this address (e.g. 127.0.0.1:9464); off when empty")
 	return cmd
@@ -109,6 +112,11 @@ const (
 	// shortest lease in common use.
 	minRouterLease = time.Second
 	maxRouterLease = transport.MaxLease
+	// minMaxMessageSize and maxMaxMessageSize bound --max-message-size:
+	// below 1 KiB not even a declaration with a long key fits; 1 GiB is
+	// Rust Zenoh's default and the most one session could ever buffer.
+	minMaxMessageSize = 1 << 10
+	maxMaxMessageSize = 1 << 30
 )
 
 // validate checks every flag before anything starts.
@@ -118,6 +126,9 @@ func (o *routerOptions) validate() error {
 	}
 	if o.batch < transport.MinBatchSize {
 		return fmt.Errorf("--batch-size %d: want %d to 65535 bytes", o.batch, transport.MinBatchSize)
+	}
+	if o.maxMsg < minMaxMessageSize || o.maxMsg > maxMaxMessageSize {
+		return fmt.Errorf("--max-message-size %d: want %d to %d bytes", o.maxMsg, minMaxMessageSize, maxMaxMessageSize)
 	}
 	for _, ep := range o.listen {
 		if _, err := transport.ParseEndpoint(ep); err != nil {
@@ -139,11 +150,14 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	if err != nil {
 		return err
 	}
+	if o.maxMsg == 0 {
+		o.maxMsg = transport.DefaultMaxMessageSize
+	}
 	if err := o.validate(); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
-	cfg := zenohpath.RouterConfig{Logger: log, Transport: transport.Config{Lease: o.lease, BatchSize: o.batch}}
+	cfg := zenohpath.RouterConfig{Logger: log, Transport: transport.Config{Lease: o.lease, BatchSize: o.batch, MaxMessageSize: o.maxMsg}}
 	if o.id != "" {
 		if cfg.ZID, err = parseZID(o.id); err != nil {
 			return err

@@ -33,8 +33,13 @@ func TestRouterCommand(t *testing.T) {
 	readyCh := make(chan []string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runRouter(ctx, routerOptions{listen: []string{"tcp/127.0.0.1:0"}, id: "abc123", lease: 10 * time.Second, batch: 65535, logLevel: "debug"},
-			&logs, func(r *zenohpath.Router, eps []string) { readyCh <- eps })
+		done <- runRouter(ctx, routerOptions{listen: []string{"tcp/127.0.0.1:0"}, id: "abc123", lease: 10 * time.Second, batch: 65535, maxMsg: 3 << 20, logLevel: "debug"},
+			&logs, func(r *zenohpath.Router, eps []string) {
+				if r.MaxMessageSize() != 3<<20 {
+					eps = nil // fails below: --max-message-size did not reach the router
+				}
+				readyCh <- eps
+			})
 	}()
 	var eps []string
 	select {
@@ -42,6 +47,7 @@ func TestRouterCommand(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("router exited: %v", err)
 	}
+	require.NotEmpty(t, eps, "the router got MaxMessageSize 3 MiB from the options")
 	s1, err := zenohpath.Open(ctx, zenohpath.Config{Connect: eps})
 	require.NoError(t, err)
 	defer s1.Close()
@@ -80,6 +86,11 @@ func TestRouterCommandFlags(t *testing.T) {
 	require.Equal(t, []string{"tcp/127.0.0.1:7447", "udp/127.0.0.1:7447"}, l)
 	e, _ := cmd.Flags().GetStringArray("connect")
 	require.Equal(t, []string{"tcp/10.0.0.1:7447"}, e)
+	mm, _ := cmd.Flags().GetInt("max-message-size")
+	require.Equal(t, 8<<20, mm, "default: transport.DefaultMaxMessageSize")
+	require.NoError(t, cmd.ParseFlags([]string{"--max-message-size", "2097152"}))
+	mm, _ = cmd.Flags().GetInt("max-message-size")
+	require.Equal(t, 2<<20, mm)
 	err := runRouter(context.Background(), routerOptions{logLevel: "loud"}, &interop.SyncBuffer{}, nil)
 	require.ErrorContains(t, err, "--log-level")
 }
@@ -87,7 +98,7 @@ func TestRouterCommandFlags(t *testing.T) {
 // TestRouterFlagValidation: bad flags fail at start with an error naming the
 // flag and the allowed range, before anything listens or dials.
 func TestRouterFlagValidation(t *testing.T) {
-	ok := routerOptions{listen: []string{"tcp/127.0.0.1:0"}, lease: 10 * time.Second, batch: 65535, logLevel: "info"}
+	ok := routerOptions{listen: []string{"tcp/127.0.0.1:0"}, lease: 10 * time.Second, batch: 65535, maxMsg: 8 << 20, logLevel: "info"}
 	for _, tc := range []struct {
 		name string
 		mod  func(*routerOptions)
@@ -104,6 +115,8 @@ func TestRouterFlagValidation(t *testing.T) {
 		{"listen bogus", func(o *routerOptions) { o.listen = []string{"quic/x:1"} }, "--listen:"},
 		{"id", func(o *routerOptions) { o.id = "xyz" }, `--id "xyz": want 1 to 32 hex digits`},
 		{"id zero", func(o *routerOptions) { o.id = "0x000" }, `--id "0x000"`},
+		{"max message size small", func(o *routerOptions) { o.maxMsg = 100 }, "--max-message-size 100: want 1024 to 1073741824 bytes"},
+		{"max message size huge", func(o *routerOptions) { o.maxMsg = 2 << 30 }, "--max-message-size 2147483648"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := ok
