@@ -53,7 +53,7 @@ type Router struct {
 	whatami      wire.WhatAmI
 	dialWhatAmI  wire.WhatAmI
 	tcfg         transport.Config
-	maxMsg       int // max encoded network message, bytes (Transport.MessageSizeLimit)
+	maxMsg       int             // max encoded network message, bytes (Transport.MessageSizeLimit)
 	ctx          context.Context // cancelled by Close
 	cancel       context.CancelFunc
 
