@@ -60,7 +60,7 @@ func BenchmarkBatchAppend(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(m.Len()))
 	for b.Loop() {
-		bp := getBuf()
+		bp := getBuf(m.Len())
 		*bp = m.Append((*bp)[:0])
 		w.add(txItem{b: *bp, pooled: bp, rel: true})
 	}

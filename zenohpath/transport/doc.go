@@ -13,8 +13,10 @@
 //
 // # Threading
 //
-// Each Session owns exactly two goroutines: a read goroutine and a write
-// goroutine. A Listener owns its accept (or UDP demux) goroutine and one
+// Each Session owns a read goroutine and, only while it has something to
+// write, a write goroutine: Send, the keep-alive timer (a time.AfterFunc)
+// or Close starts it, and it exits shortly after the queues drained, handing
+// its batch buffer back to a pool. A Listener owns its accept (or UDP demux) goroutine and one
 // goroutine per link in handshake, which becomes that session's read
 // goroutine. Every goroutine exits before Listener.Close returns, and
 // before Session.Done is closed.
@@ -26,7 +28,9 @@
 // on the read goroutine, so this cannot deadlock. While HandleNetwork
 // runs, nothing more is read from that link, so handlers should be quick.
 //
-// Send, Close, Stats and the accessors are safe for concurrent use.
+// Send, SendEncoded, SetTxRate, TxBacklog, Close, Stats and the accessors
+// are safe for concurrent use. Session.closeMu and the TX queue lock are
+// leaves (never held together, never held while writing to the link).
 //
 // # Ownership
 //
@@ -38,27 +42,35 @@
 //
 // # Sending
 //
-// Send puts the encoded message on a bounded queue (Config.TxQueue). With
-// SendOptions.Block false a full queue drops the message (ErrQueueFull);
-// with Block true Send waits at most Config.BlockTimeout (ErrBlockTimeout).
-// The write goroutine puts one transport message per batch, never anything
+// Send (and SendEncoded, which queues an already encoded message without
+// copying it) puts the message on one of 8 priority queues
+// (SendOptions.Priority, 0 Control … 7 Background), each bounded by
+// Config.TxQueueBytes and Config.TxQueue. When it does not fit, DROP waits
+// at most Config.WaitBeforeDrop and drops (ErrQueueFull), BLOCK at most
+// Config.BlockTimeout (ErrBlockTimeout); a message over
+// Config.MaxMessageSize is refused (ErrTooLarge). The writer serves the
+// highest non-empty priority one batch at a time and cuts a message that
+// does not fit in a batch into FRAGMENTs at dequeue, re-checking higher
+// priorities between two fragments; a message on the other channel
+// (reliable / best effort) may go between them, one on the same channel
+// waits for the train to end (receivers require consecutive SNs per
+// channel, §4.7). It puts one transport message per batch, never anything
 // after a FRAME (§3.2: zenoh-pico reads a FRAME to the end of its batch),
 // keeps batch content ≤ negotiated size − 2 on TCP (§3.1) and never sends
-// the Frame QoS extension (QoS is not negotiated, §4.6). Non-express
-// messages of the same reliability share a FRAME: it is written when the
-// next message does not fit or has the other reliability, when an express
-// message comes, or after Config.FlushPeriod (0: as soon as the queue is
-// empty). Express messages leave at once in their own batch. A message
-// larger than a batch goes out as FRAGMENTs (with the First marker when
-// Patch ≥ 1 was negotiated), each taking the next SN of its channel.
-// SendOptions.Priority is advisory: without QoS there is one lane.
+// the Frame QoS extension (QoS is not negotiated, §4.6): priorities are a
+// local decision. Non-express messages of one channel share a FRAME;
+// express messages leave at once in their own batch. SetTxRate paces the
+// writer with a token bucket and cuts batches to about 1 ms of the rate; on
+// TCP, TCP_NOTSENT_LOWAT (Config.TCPNotSentLowat) keeps the kernel's unsent
+// bytes small so that this scheduler, not the socket buffer, decides the
+// order. See docs/transport.md for the rules, sources and memory bounds.
 //
 // # Receiving
 //
 // Each channel (reliable, best effort) has an SN window (§5): an SN must
 // be strictly after the last accepted one and at most half the SN space
 // ahead; other FRAMEs are dropped and counted ("sn_window"). Fragments are
-// reassembled per channel, bounded by Config.MaxReassembly; a gap, an
+// reassembled per channel, bounded by Config.MaxMessageSize; a gap, an
 // oversize train or a missing First marker drops the whole message
 // (counted). zenoh-pico sends fragments of reliable messages with R=0 and
 // reliable SNs (§4.7); R=0 fragments are therefore checked only for SN

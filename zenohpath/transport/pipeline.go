@@ -2,6 +2,7 @@ package transport
 
 import (
 	"math"
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +24,7 @@ const numPrio = 8
 // txItem is one encoded network message waiting in a priority queue.
 type txItem struct {
 	b      []byte  // the encoded message; immutable while queued
-	pooled *[]byte // b's bufPool buffer (Send); nil for SendEncoded: never pooled
+	pooled *[]byte // b's pooled buffer (Send); nil for SendEncoded: never pooled
 	rel    bool    // reliable channel
 	expr   bool    // express: leaves at once in its own batch
 	prio   uint8
@@ -38,16 +39,48 @@ func (it *txItem) release() {
 	*it = txItem{}
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+// Send's encode buffers are pooled in power-of-two size classes from 256 B
+// to 256 KiB, so that a queued message never pins a buffer more than twice
+// its size (a single pool would let a 20-byte message sit in a recycled
+// 256 KiB buffer). Larger messages get a buffer of their own, not pooled.
+const (
+	minBufClass = 8  // 256 B
+	maxBufClass = 18 // 256 KiB
+)
 
-func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+var bufPools [maxBufClass + 1]sync.Pool
+
+// bufClass is the size class holding n bytes (0 when n is too large).
+func bufClass(n int) int {
+	c := max(bits.Len(uint(max(n, 1)-1)), minBufClass)
+	if c > maxBufClass {
+		return 0
+	}
+	return c
+}
+
+// getBuf returns an empty buffer with room for n bytes: pooled when n ≤ 256
+// KiB, else a fresh one (putBuf then drops it).
+func getBuf(n int) *[]byte {
+	c := bufClass(n)
+	if c == 0 {
+		b := make([]byte, 0, n)
+		return &b
+	}
+	if b, ok := bufPools[c].Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 1<<c)
+	return &b
+}
 
 func putBuf(b *[]byte) {
-	if cap(*b) > 256<<10 {
+	c := bits.Len(uint(cap(*b))) - 1
+	if c < minBufClass || c > maxBufClass || cap(*b) != 1<<c {
 		return
 	}
 	*b = (*b)[:0]
-	bufPool.Put(b)
+	bufPools[c].Put(b)
 }
 
 // ring is a power-of-two FIFO of messages of one priority and channel,
@@ -194,11 +227,12 @@ func (s *Session) Send(m wire.NetworkMessage, o SendOptions) error {
 		return ErrClosed
 	default:
 	}
-	if m.Len() > s.cfg.MaxMessageSize {
+	n := m.Len()
+	if n > s.cfg.MaxMessageSize {
 		s.drop(dropTooLarge)
 		return ErrTooLarge
 	}
-	bp := getBuf()
+	bp := getBuf(n)
 	*bp = m.Append((*bp)[:0])
 	return s.enqueue(txItem{b: *bp, pooled: bp, rel: o.Reliable, expr: o.Express}, o)
 }

@@ -328,23 +328,30 @@ func TestIdleSessionHoldsNoWriter(t *testing.T) {
 			}
 			return !s.tx.running && s.tx.w.buf == nil
 		}
+		time.Sleep(idleLinger)
 		synctest.Wait()
 		require.True(t, idle())
 		for i := 0; i < 100; i++ {
 			require.NoError(t, s.Send(push("k", []byte{byte(i)}), SendOptions{Reliable: true}))
 		}
-		_, msgs := frameMsgs(t, must(p.recv(time.Minute)))
-		require.Len(t, msgs, 100)
+		for n := 0; n < 100; {
+			_, msgs := frameMsgs(t, must(p.recv(time.Minute)))
+			n += len(msgs)
+		}
+		synctest.Wait()
+		require.False(t, idle(), "the writer lingers for idleLinger")
+		time.Sleep(idleLinger)
 		synctest.Wait()
 		require.True(t, idle(), "no goroutine, batch buffer or large ring while idle")
 		// Keep-alive after lease/4 = 1 s of silence, written by the timer.
 		start := time.Now()
 		require.IsType(t, &wire.KeepAlive{}, p.recvMsg(time.Minute))
-		require.Equal(t, time.Second, time.Since(start))
+		require.Equal(t, time.Second-idleLinger, time.Since(start))
+		time.Sleep(idleLinger)
 		synctest.Wait()
 		require.True(t, idle())
 		require.NoError(t, s.Send(push("again", nil), SendOptions{Express: true}))
-		_, msgs = frameMsgs(t, must(p.recv(time.Minute)))
+		_, msgs := frameMsgs(t, must(p.recv(time.Minute)))
 		require.Equal(t, "again", msgs[0].key)
 	})
 }
@@ -357,4 +364,19 @@ func sized(n int) *wire.Push {
 		panic("sized")
 	}
 	return m
+}
+
+// TestBufClasses: Send's buffers come from power-of-two classes, so a
+// queued message pins at most twice its size; larger ones are not pooled.
+func TestBufClasses(t *testing.T) {
+	for _, tc := range []struct{ n, c int }{{0, 256}, {1, 256}, {256, 256}, {257, 512}, {4096, 4096}, {4097, 8192}, {256 << 10, 256 << 10}, {256<<10 + 1, 256<<10 + 1}} {
+		b := getBuf(tc.n)
+		require.Equal(t, tc.c, cap(*b), "n=%d", tc.n)
+		putBuf(b)
+	}
+	big := make([]byte, 0, 300<<10)
+	putBuf(&big) // not pooled: no class
+	odd := make([]byte, 0, 1000)
+	putBuf(&odd) // not a class size: dropped
+	require.Equal(t, 1024, cap(*getBuf(1000)))
 }

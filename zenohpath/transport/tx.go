@@ -44,9 +44,10 @@ type writer struct {
 	flushT     *time.Timer
 	flushArmed bool
 
-	paceT  *time.Timer
-	tokens float64 // pacing bucket, bytes (negative: debt)
-	tokAt  time.Time
+	paceT   *time.Timer
+	lingerT *time.Timer
+	tokens  float64 // pacing bucket, bytes (negative: debt)
+	tokAt   time.Time
 }
 
 // train is a message being cut into FRAGMENTs, one batch at a time.
@@ -179,10 +180,21 @@ func (w *writer) needsFragments(it *txItem) bool {
 	return 1+wire.VLELen(sn)+len(it.b) > w.limit()
 }
 
+// maxAppendLocked bounds how many small messages the writer appends to a
+// FRAME in one critical section (so Send waits at most that long for mu).
+const maxAppendLocked = 64
+
+// idleLinger is how long an idle writer waits for more work before its
+// goroutine exits: long enough to carry a steady stream (or a ping-pong)
+// without a goroutine start per message, short enough that idle sessions
+// hold no goroutine.
+const idleLinger = 2 * time.Millisecond
+
 func (s *Session) writeLoop() {
 	t := &s.tx
 	w := &t.w
 	w.acquire()
+	lingered := false
 	for {
 		if w.err == nil {
 			select {
@@ -204,9 +216,16 @@ func (s *Session) writeLoop() {
 		}
 		t.mu.Lock()
 		a := w.pickLocked()
+		// Small messages that fit in the pending FRAME are appended under
+		// the same lock (no I/O), saving a lock round trip per message.
+		for i := 0; i < maxAppendLocked && a.kind == actItem && w.fitsLocked(&a); i++ {
+			w.add(a.it)
+			a = w.pickLocked()
+		}
 		if a.kind != actNone {
 			t.mu.Unlock()
 			w.do(a)
+			lingered = false
 			continue
 		}
 		switch {
@@ -217,6 +236,27 @@ func (s *Session) writeLoop() {
 		case w.pending && s.cfg.FlushPeriod <= 0:
 			t.mu.Unlock()
 			w.flush()
+		case !w.pending && !lingered:
+			// Idle: wait a little for more before giving the goroutine up
+			// (a steady stream would otherwise start one per message).
+			lingered = true
+			t.sleeping = true
+			t.mu.Unlock()
+			if w.lingerT == nil {
+				w.lingerT = time.NewTimer(idleLinger)
+			} else {
+				w.lingerT.Reset(idleLinger)
+			}
+			select {
+			case <-t.wake:
+				w.lingerT.Stop()
+			case <-w.lingerT.C:
+			case <-s.closing:
+				w.lingerT.Stop()
+			}
+			t.mu.Lock()
+			t.sleeping = false
+			t.mu.Unlock()
 		case !w.pending:
 			// Idle: hand the buffer back and let the goroutine go.
 			for i := range t.q {
@@ -264,6 +304,9 @@ func (t *txState) exit() {
 	}
 	if w.paceT != nil {
 		w.paceT.Stop()
+	}
+	if w.lingerT != nil {
+		w.lingerT.Stop()
 	}
 	w.releaseBuf()
 	close(w.s.wdone)
@@ -381,6 +424,16 @@ func (w *writer) do(a action) {
 		return
 	}
 	w.add(it)
+}
+
+// fitsLocked: a's message is small, not express, and fits in the pending
+// FRAME (or starts one), so that add does no I/O.
+func (w *writer) fitsLocked(a *action) bool {
+	it := &a.it
+	if a.frag || it.expr || len(it.b) > 1024 {
+		return false
+	}
+	return !w.pending || (w.pendRel == it.rel && len(w.buf)-wire.StreamPrefixLen+len(it.b) <= w.limit())
 }
 
 // add places one message that fits in a batch: in the pending FRAME or in
