@@ -114,12 +114,14 @@ type Config struct {
 	// 0 = DefaultTxQueue.
 	TxQueue int
 	// TxQueueBytes bounds each of the 8 TX priority queues, in bytes of
-	// encoded messages (a message being fragmented counts whole until its
-	// last fragment is written). A message is admitted when its queue is
-	// empty or when it fits under both bounds; so one message up to
-	// MaxMessageSize always gets through an idle queue, and a queue never
-	// holds more than max(TxQueueBytes, MaxMessageSize) bytes.
-	// 0 = DefaultTxQueueBatches × the negotiated batch size.
+	// encoded messages. A message up to TxQueueBytes is admitted when it
+	// fits under both bounds; one larger message (up to MaxMessageSize) may
+	// wait beside them in a slot of its own, so a queue never holds more
+	// than TxQueueBytes + MaxMessageSize bytes and a large message never
+	// blocks the small ones behind it. Once the writer takes a message it
+	// no longer counts here (a message being fragmented is one of at most
+	// two trains per session). 0 = DefaultTxQueueBatches × the negotiated
+	// batch size.
 	TxQueueBytes int
 	// TCPNotSentLowat is the TCP_NOTSENT_LOWAT of TCP links, in bytes.
 	// 0 = DefaultTCPNotSentLowat; negative = leave the kernel default (no

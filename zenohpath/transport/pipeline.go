@@ -119,7 +119,8 @@ func (r *ring) pop() txItem {
 // the other), served oldest head first, bounded together.
 type prioQueue struct {
 	ch    [2]ring
-	bytes int // encoded bytes queued
+	bytes int // encoded bytes queued, messages up to the byte bound
+	big   int // encoded bytes of the one queued message larger than the bound (0: none)
 	count int // messages queued
 }
 
@@ -140,6 +141,9 @@ type txState struct {
 	dead     bool // the last writer exited: nothing is accepted any more
 	kaDue    bool // the keep-alive timer fired
 	seq      uint64
+	queued   int // messages in all queues
+
+	inlineWrites, inlinePartial atomic.Uint64 // inline.go, for tests
 	// Messages being fragmented (at most one per channel), by priority:
 	// bytes not yet written, and messages.
 	trainBytes [numPrio]int
@@ -165,6 +169,7 @@ func (t *txState) init(s *Session) {
 		t.bound = DefaultTxQueueBatches * int(s.p.batchSize)
 	}
 	t.w.s = s
+	t.w.initInline()
 }
 
 func (t *txState) sinceTx() time.Duration {
@@ -203,8 +208,13 @@ func (t *txState) roomLocked() {
 // queue's bounds. Caller holds mu.
 func (t *txState) doneLocked(prio uint8, n int) {
 	q := &t.q[prio]
-	q.bytes -= n
+	if n > t.bound {
+		q.big = 0
+	} else {
+		q.bytes -= n
+	}
 	q.count--
+	t.queued--
 	t.roomLocked()
 }
 
@@ -274,12 +284,23 @@ func (s *Session) enqueue(it txItem, o SendOptions) error {
 			return ErrClosed
 		}
 		q := &t.q[p]
-		if q.count == 0 || (q.bytes+n <= t.bound && q.count < t.boundN) {
+		if q.count < t.boundN && (n > t.bound && q.big == 0 || n <= t.bound && q.bytes+n <= t.bound) {
+			if t.inlineOKLocked(&it) {
+				t.running = true
+				t.mu.Unlock()
+				s.writeInline(it)
+				return nil
+			}
 			t.seq++
 			it.seq = t.seq
 			q.ch[channel(it.rel)].push(it)
-			q.bytes += n
+			if n > t.bound {
+				q.big = n
+			} else {
+				q.bytes += n
+			}
 			q.count++
+			t.queued++
 			run := t.kickLocked()
 			t.mu.Unlock()
 			if run {
@@ -378,7 +399,7 @@ func (s *Session) TxBacklog() TxBacklog {
 	t := &s.tx
 	t.mu.Lock()
 	for i := range t.q {
-		b.Bytes[i] = t.q[i].bytes + t.trainBytes[i]
+		b.Bytes[i] = t.q[i].bytes + t.q[i].big + t.trainBytes[i]
 		b.Messages[i] = t.q[i].count + t.trainMsgs[i]
 	}
 	t.mu.Unlock()

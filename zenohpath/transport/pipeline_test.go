@@ -137,8 +137,8 @@ func must(b []byte, err error) []byte {
 
 // TestQueueByteBoundDropBlock: each priority queue is bounded in bytes and
 // messages; DROP waits exactly WaitBeforeDrop, BLOCK exactly BlockTimeout
-// (synthetic time), both counted; a message larger than the bound passes an
-// empty queue; other priorities are unaffected; a BLOCK sender gets in as
+// (synthetic time), both counted; one message larger than the bound waits
+// beside the others (a second one does not); other priorities are unaffected; a BLOCK sender gets in as
 // soon as the writer makes room.
 func TestQueueByteBoundDropBlock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -160,10 +160,11 @@ func TestQueueByteBoundDropBlock(t *testing.T) {
 		require.NoError(t, s.Send(sized(100), SendOptions{Priority: wire.PriorityData}))
 		// Another priority has its own bound.
 		require.NoError(t, s.Send(m300, SendOptions{Priority: wire.PriorityRealTime}))
-		// Larger than the bound: admitted into an empty queue only.
+		// Larger than the bound: one such message waits beside the others.
 		big := push("big", bytes.Repeat([]byte("z"), 5000))
 		require.NoError(t, s.Send(big, SendOptions{Priority: wire.PriorityBackground}))
-		require.ErrorIs(t, s.Send(push("k", nil), SendOptions{Priority: wire.PriorityBackground}), ErrQueueFull)
+		require.ErrorIs(t, s.Send(big, SendOptions{Priority: wire.PriorityBackground}), ErrQueueFull)
+		require.NoError(t, s.Send(sized(100), SendOptions{Priority: wire.PriorityBackground}))
 		// The count bound (5) with small messages.
 		for i := 0; i < 5; i++ {
 			require.NoError(t, s.Send(push("c", nil), SendOptions{Priority: wire.PriorityControl}))
@@ -174,7 +175,7 @@ func TestQueueByteBoundDropBlock(t *testing.T) {
 		require.Equal(t, 1000, bl.Bytes[wire.PriorityData])
 		require.Equal(t, 4, bl.Messages[wire.PriorityData])
 		require.Equal(t, 300, bl.Bytes[wire.PriorityRealTime])
-		require.Equal(t, big.Len(), bl.Bytes[wire.PriorityBackground])
+		require.Equal(t, big.Len()+100, bl.Bytes[wire.PriorityBackground])
 		require.Equal(t, 5, bl.Messages[wire.PriorityControl])
 		st := s.Stats()
 		require.EqualValues(t, 3, st.Dropped["queue_full"])

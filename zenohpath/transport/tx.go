@@ -2,6 +2,7 @@ package transport
 
 import (
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/picobridge/picobridge/zenohpath/wire"
@@ -46,8 +47,18 @@ type writer struct {
 
 	paceT   *time.Timer
 	lingerT *time.Timer
-	tokens  float64 // pacing bucket, bytes (negative: debt)
-	tokAt   time.Time
+
+	// inline write (inline.go)
+	raw     syscall.RawConn
+	rawFn   func(fd uintptr) bool
+	rawBuf  []byte
+	rawN    int
+	rawErr  error
+	tail    bool // buf holds a batch whose first tailOff bytes were written
+	tailOff int
+
+	tokens float64 // pacing bucket, bytes (negative: debt)
+	tokAt  time.Time
 }
 
 // train is a message being cut into FRAGMENTs, one batch at a time.
@@ -194,6 +205,9 @@ func (s *Session) writeLoop() {
 	t := &s.tx
 	w := &t.w
 	w.acquire()
+	if w.tail {
+		w.writeTail()
+	}
 	lingered := false
 	for {
 		if w.err == nil {
@@ -564,10 +578,15 @@ func (w *writer) writeDeadline(b []byte, deadline time.Time) {
 		w.err = err
 		return
 	}
-	n := len(b) - wire.StreamPrefixLen
+	w.wrote(len(b))
+}
+
+// wrote accounts for one batch of len(b) bytes written (prefix included).
+func (w *writer) wrote(size int) {
+	n := size - wire.StreamPrefixLen
 	t := &w.s.tx
 	t.lastTx.Store(int64(time.Since(t.epoch)))
-	w.charge(len(b))
+	w.charge(size)
 	w.s.stats.txBytes.Add(uint64(n))
 	w.s.stats.txBatches.Add(1)
 	w.s.m.tx(n)

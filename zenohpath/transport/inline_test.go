@@ -1,0 +1,102 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+// waitIdle waits until no writer runs on s (the linger after the last
+// batch is 2 ms).
+func waitIdle(t *testing.T, s *Session) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s.tx.mu.Lock()
+		idle := !s.tx.running
+		s.tx.mu.Unlock()
+		if idle {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "writer never went idle")
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestInlineWrite: on an idle TCP session Send writes the batch itself (no
+// writer goroutine is started: none runs when Send returns), for express
+// and, with FlushPeriod 0, for plain messages; the bytes are the same
+// FRAME the writer would send, with consecutive SNs.
+func TestInlineWrite(t *testing.T) {
+	ln, acc, _ := startListener(t, testConfig())
+	p, s, _, oa := rawOpen(t, ln, acc, wire.InitSyn{WhatAmI: wire.WhatAmIClient}, 10*time.Second, 0)
+	for i, o := range []SendOptions{{Reliable: true, Express: true}, {Reliable: true}, {Priority: wire.PriorityBackground}} {
+		waitIdle(t, s)
+		before := s.tx.inlineWrites.Load()
+		m := push("k", []byte{byte(i)})
+		require.NoError(t, s.Send(m, o))
+		s.tx.mu.Lock()
+		running := s.tx.running
+		s.tx.mu.Unlock()
+		require.False(t, running, "no writer goroutine for an inline write")
+		require.Equal(t, before+1, s.tx.inlineWrites.Load())
+		b, err := p.recv(5 * time.Second)
+		require.NoError(t, err)
+		sn := oa.InitialSN + uint64(i)
+		if !o.Reliable {
+			sn = oa.InitialSN
+		}
+		require.Equal(t, frameBytes(o.Reliable, sn, m.Append(nil)), b)
+	}
+	// A fragmented message never goes inline.
+	waitIdle(t, s)
+	before := s.tx.inlineWrites.Load()
+	require.NoError(t, s.Send(push("k", make([]byte, 70000)), SendOptions{Reliable: true}))
+	require.Equal(t, before, s.tx.inlineWrites.Load())
+}
+
+// TestInlinePartialWrite: a peer that does not read makes the kernel take
+// only part of an inline batch (TCP_NOTSENT_LOWAT 16 KiB); the writer
+// finishes it before anything else, DROP drops once the queue is full, and when the peer reads, every accepted message arrives
+// intact and in order.
+func TestInlinePartialWrite(t *testing.T) {
+	ln, acc, _ := startListener(t, testConfig())
+	p, s, _, _ := rawOpen(t, ln, acc, wire.InitSyn{WhatAmI: wire.WhatAmIClient}, 10*time.Second, 0)
+	waitIdle(t, s)
+	var accepted []uint32
+	for i := uint32(0); i < 200; i++ {
+		payload := bytes.Repeat([]byte{byte(i)}, 30000)
+		binary.LittleEndian.PutUint32(payload, i)
+		err := s.Send(push("k", payload), SendOptions{Reliable: true, Express: true})
+		if err == nil {
+			accepted = append(accepted, i)
+		} else {
+			require.ErrorIs(t, err, ErrQueueFull)
+		}
+	}
+	require.Positive(t, s.tx.inlinePartial.Load(), "the kernel took part of an inline batch")
+	require.Less(t, len(accepted), 200, "the queue filled and dropped")
+	var got []uint32
+	for len(got) < len(accepted) {
+		b, err := p.recv(10 * time.Second)
+		require.NoError(t, err)
+		if m, _, err := wire.ParseTransport(b); err == nil {
+			if _, ka := m.(*wire.KeepAlive); ka {
+				continue
+			}
+		}
+		_, msgs := frameMsgs(t, b)
+		for _, m := range msgs {
+			require.Len(t, m.payload, 30000)
+			id := binary.LittleEndian.Uint32(m.payload)
+			require.Equal(t, bytes.Repeat([]byte{byte(id)}, 30000-4), m.payload[4:], "message %d intact", id)
+			got = append(got, id)
+		}
+	}
+	require.Equal(t, accepted, got)
+}
