@@ -63,7 +63,10 @@
 // writer with a token bucket and cuts batches to about 1 ms of the rate; on
 // TCP, TCP_NOTSENT_LOWAT (Config.TCPNotSentLowat) keeps the kernel's unsent
 // bytes small so that this scheduler, not the socket buffer, decides the
-// order. See docs/transport.md for the rules, sources and memory bounds.
+// order. On an idle TCP session Send writes a one-batch message itself
+// with one non-blocking write (the rest, if the kernel takes only part, goes
+// to the writer). See docs/transport.md for the rules, sources and memory
+// bounds.
 //
 // # Receiving
 //

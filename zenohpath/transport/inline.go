@@ -80,7 +80,9 @@ func (s *Session) writeInline(it txItem) {
 		w.tail, w.tailOff = true, n
 	}
 	t.mu.Lock()
-	if !w.tail && w.err == nil && t.queued == 0 && !t.kaDue {
+	// Give up the writer role only with nothing left to do; a Close that
+	// came meanwhile found us running and left the close to us.
+	if !w.tail && w.err == nil && t.queued == 0 && !t.kaDue && !isClosed(s.closing) {
 		w.releaseBuf()
 		t.running = false
 		t.mu.Unlock()
@@ -145,4 +147,13 @@ func (w *writer) initInline() {
 	}
 	w.raw = rc
 	w.rawFn = w.rawWrite
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

@@ -100,3 +100,31 @@ func TestInlinePartialWrite(t *testing.T) {
 	}
 	require.Equal(t, accepted, got)
 }
+
+// TestInlineAllocs pins zero allocations on the inline write (Send on an
+// idle TCP session: encode, FRAME, one write(2)).
+func TestInlineAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("SKIP: allocation counts are not meaningful under -race (sync.Pool drops items)")
+	}
+	ln, acc, _ := startListener(t, testConfig())
+	p, s, _, _ := rawOpen(t, ln, acc, wire.InitSyn{WhatAmI: wire.WhatAmIClient}, 10*time.Second, 0)
+	go func() { // drain without allocating
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := p.c.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	waitIdle(t, s)
+	m := push("demo/alloc", []byte("payload"))
+	before := s.tx.inlineWrites.Load()
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := s.Send(m, SendOptions{Reliable: true, Express: true}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.Greater(t, s.tx.inlineWrites.Load(), before+900, "the runs took the inline path")
+	require.Zero(t, allocs, "inline Send allocates")
+}

@@ -33,7 +33,8 @@ import (
 // touches; it persists across writeLoop runs (SNs, pacing tokens).
 type writer struct {
 	s       *Session
-	buf     []byte // StreamPrefixLen reserved bytes + batch content; nil while idle
+	buf     []byte  // StreamPrefixLen reserved bytes + batch content; nil while idle
+	bufp    *[]byte // buf's pool slot
 	pending bool   // buf holds a FRAME with at least one message
 	pendRel bool
 	err     error
@@ -85,16 +86,20 @@ func (w *writer) size() int { return wire.StreamPrefixLen + w.s.maxContent }
 
 func (w *writer) acquire() {
 	if w.buf == nil {
-		bp := batchPool(w.size()).Get().(*[]byte)
-		w.buf = (*bp)[:wire.StreamPrefixLen]
+		w.bufp = batchPool(w.size()).Get().(*[]byte)
+		w.buf = (*w.bufp)[:wire.StreamPrefixLen]
 	}
 }
 
 func (w *writer) releaseBuf() {
 	if w.buf != nil {
-		b := w.buf[:0]
-		w.buf = nil
-		batchPool(cap(b)).Put(&b)
+		if w.bufp == nil || cap(w.buf) != w.size() {
+			w.buf = nil // not from the pool (tests)
+			return
+		}
+		*w.bufp = w.buf[:0]
+		batchPool(w.size()).Put(w.bufp)
+		w.buf, w.bufp = nil, nil
 	}
 }
 
@@ -270,6 +275,9 @@ func (s *Session) writeLoop() {
 			}
 			t.mu.Lock()
 			t.sleeping = false
+			t.mu.Unlock()
+		case isClosed(s.closing):
+			// Close came after the check above and found us running.
 			t.mu.Unlock()
 		case !w.pending:
 			// Idle: hand the buffer back and let the goroutine go.
