@@ -35,7 +35,7 @@ type writer struct {
 	s       *Session
 	buf     []byte  // StreamPrefixLen reserved bytes + batch content; nil while idle
 	bufp    *[]byte // buf's pool slot
-	pending bool   // buf holds a FRAME with at least one message
+	pending bool    // buf holds a FRAME with at least one message
 	pendRel bool
 	err     error
 	closing time.Time // set while closing: the deadline of every write
