@@ -354,8 +354,10 @@ func (s *Session) refuse(it *txItem, o SendOptions) error {
 // not in a bottleneck downstream (issue 10 item 2). While paced, batches and
 // fragments are cut to at most rate × 1 ms (clamped to [1 KiB, negotiated
 // batch]), so a higher-priority message waits about 1 ms behind bulk bytes
-// whatever the batch size (12.5 KB at 100 Mbit/s). Safe for concurrent use;
-// it takes effect at the next batch.
+// whatever the batch size (12.5 KB at 100 Mbit/s); a message larger than
+// that chunk is therefore sent as FRAGMENTs, so pace only peers that
+// reassemble (zenoh-pico with Z_FEATURE_FRAGMENTATION, its default; Rust).
+// Safe for concurrent use; it takes effect at the next batch.
 func (s *Session) SetTxRate(bytesPerSecond float64) {
 	if math.IsNaN(bytesPerSecond) || bytesPerSecond < 0 {
 		bytesPerSecond = 0

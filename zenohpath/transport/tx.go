@@ -252,6 +252,7 @@ func (s *Session) writeLoop() {
 			t.kaDue = false
 			t.mu.Unlock()
 			w.keepAlive()
+			lingered = true // a keep-alive alone is no reason to linger
 		case w.pending && s.cfg.FlushPeriod <= 0:
 			t.mu.Unlock()
 			w.flush()
