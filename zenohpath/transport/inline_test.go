@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"encoding/binary"
+	"runtime"
 	"testing"
 	"time"
 
@@ -127,4 +128,33 @@ func TestInlineAllocs(t *testing.T) {
 	})
 	require.Greater(t, s.tx.inlineWrites.Load(), before+900, "the runs took the inline path")
 	require.Zero(t, allocs, "inline Send allocates")
+}
+
+// TestIdleSessionsOneGoroutine: 100 idle TCP sessions that exchanged
+// traffic cost one goroutine each (the reader): no TX goroutine stays, no
+// batch buffer is held (issue 11: idle cost per session).
+func TestIdleSessionsOneGoroutine(t *testing.T) {
+	const pairs = 50
+	before := runtime.NumGoroutine()
+	var all []*Session
+	for i := 0; i < pairs; i++ {
+		rb := newRecorder()
+		a, b := sessionPair(t, pairOpts{}, newRecorder(), rb)
+		require.NoError(t, a.Send(push("k", make([]byte, 100)), SendOptions{Reliable: true}))
+		require.NoError(t, a.Send(push("k", make([]byte, 200000)), SendOptions{Reliable: true})) // fragmented: the writer runs
+		rb.next(t, 5*time.Second)
+		rb.next(t, 5*time.Second)
+		all = append(all, a, b)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() != before+2*pairs {
+		require.True(t, time.Now().Before(deadline), "goroutines: %d, want %d", runtime.NumGoroutine(), before+2*pairs)
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, s := range all {
+		s.tx.mu.Lock()
+		require.False(t, s.tx.running)
+		require.Nil(t, s.tx.w.buf)
+		s.tx.mu.Unlock()
+	}
 }
