@@ -38,6 +38,7 @@ func TestInlineWrite(t *testing.T) {
 	p, s, _, oa := rawOpen(t, ln, acc, wire.InitSyn{WhatAmI: wire.WhatAmIClient}, 10*time.Second, 0)
 	for i, o := range []SendOptions{{Reliable: true, Express: true}, {Reliable: true}, {Priority: wire.PriorityBackground}} {
 		waitIdle(t, s)
+		time.Sleep(inlineMinGap)
 		before := s.tx.inlineWrites.Load()
 		m := push("k", []byte{byte(i)})
 		require.NoError(t, s.Send(m, o))
@@ -54,9 +55,17 @@ func TestInlineWrite(t *testing.T) {
 		}
 		require.Equal(t, frameBytes(o.Reliable, sn, m.Append(nil)), b)
 	}
-	// A fragmented message never goes inline.
+	// A stream (the session wrote less than inlineMinGap ago) and a
+	// fragmented message never go inline.
 	waitIdle(t, s)
 	before := s.tx.inlineWrites.Load()
+	s.tx.lastTx.Store(int64(time.Since(s.tx.epoch))) // as if it had just written
+	require.NoError(t, s.Send(push("k", nil), SendOptions{Reliable: true, Express: true}))
+	require.Equal(t, before, s.tx.inlineWrites.Load())
+	_, err := p.recv(5 * time.Second)
+	require.NoError(t, err)
+	waitIdle(t, s)
+	time.Sleep(inlineMinGap)
 	require.NoError(t, s.Send(push("k", make([]byte, 70000)), SendOptions{Reliable: true}))
 	require.Equal(t, before, s.tx.inlineWrites.Load())
 }
@@ -73,6 +82,7 @@ func TestInlinePartialWrite(t *testing.T) {
 	for i := uint32(0); i < 200; i++ {
 		payload := bytes.Repeat([]byte{byte(i)}, 30000)
 		binary.LittleEndian.PutUint32(payload, i)
+		time.Sleep(inlineMinGap)
 		err := s.Send(push("k", payload), SendOptions{Reliable: true, Express: true})
 		if err == nil {
 			accepted = append(accepted, i)
@@ -122,6 +132,7 @@ func TestInlineAllocs(t *testing.T) {
 	m := push("demo/alloc", []byte("payload"))
 	before := s.tx.inlineWrites.Load()
 	allocs := testing.AllocsPerRun(1000, func() {
+		time.Sleep(inlineMinGap)
 		if err := s.Send(m, SendOptions{Reliable: true, Express: true}); err != nil {
 			t.Fatal(err)
 		}
