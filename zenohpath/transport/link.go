@@ -204,3 +204,6 @@ func (l *udpPeerLink) close() error {
 	return nil
 }
 func (l *udpPeerLink) remoteAddr() net.Addr { return net.UDPAddrFromAddrPort(l.addr) }
+
+// release drops the read buffer (placeholder).
+func (s *streamReader) release() {}
