@@ -13,36 +13,6 @@ import (
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
-// FuzzReassembly feeds arbitrary fragment sequences to a reassembler: it
-// never panics, never returns more than its bound, and a completed message
-// always ends with the last fragment's payload.
-func FuzzReassembly(f *testing.F) {
-	f.Add([]byte{0x03, 1, 4, 'a', 'b', 'c', 'd', 0x00, 1, 2, 'e', 'f'}, true)
-	f.Add([]byte{0x01, 1, 2, 'a', 'b', 0x01, 3, 2, 'c', 'd', 0x00, 1, 1, 'e'}, false)
-	f.Add([]byte{0x03, 0, 30, 0x01, 1, 30, 0x00, 1, 30}, true)
-	f.Fuzz(func(t *testing.T, data []byte, patch bool) {
-		const max = 64
-		r := newReassembler(max, 0x7f, patch)
-		var sn uint64
-		for len(data) >= 3 {
-			flags, delta, n := data[0], data[1], int(data[2])
-			data = data[3:]
-			n = min(n, len(data))
-			payload := data[:n]
-			data = data[n:]
-			sn = (sn + uint64(delta)) & 0x7f
-			fr := &wire.Fragment{More: flags&1 != 0, First: flags&2 != 0, Drop: flags&4 != 0, SN: sn, Payload: payload}
-			msg, _, why := r.push(fr)
-			require.Less(t, int(why), int(numDropReasons))
-			if msg != nil {
-				require.LessOrEqual(t, len(msg), max)
-				require.True(t, bytes.HasSuffix(msg, payload))
-				require.False(t, fr.More)
-			}
-		}
-	})
-}
-
 // chunkReader returns its data in the given chunk sizes.
 type chunkReader struct {
 	data   []byte
@@ -129,7 +99,7 @@ func FuzzSessionRX(f *testing.F) {
 		cfg.MaxReassembly = 1024
 		s := newSession(&cfg, nullLink{}, params{resolution: 0x08, batchSize: 2048, patch: 1, peerLease: time.Second}, HandlerFuncs{})
 		for _, b := range [][]byte{b1, b2} {
-			_ = s.parser.WalkBatch(b, s.walkFn)
+			_ = s.rxBatch(b)
 		}
 		for r, name := range dropNames {
 			_ = s.stats.drops[r].Load()

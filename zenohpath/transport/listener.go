@@ -244,10 +244,9 @@ func (ln *Listener) readUDP() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		d := append([]byte(nil), buf[:n]...)
 		ln.mu.Lock()
 		p, ok := ln.peers[addr]
-		if !ok && !isInitSyn(d) {
+		if !ok && !isInitSyn(buf[:n]) {
 			// Not the start of a session: no peer link for it, so that it
 			// cannot fail a handshake and take the next (valid) datagram
 			// from that address down with it.
@@ -262,7 +261,7 @@ func (ln *Listener) readUDP() {
 			continue
 		}
 		if !ok && !ln.closed {
-			p = &udpPeerLink{conn: ln.udp, addr: addr, in: make(chan []byte, 256), closed: make(chan struct{})}
+			p = &udpPeerLink{conn: ln.udp, addr: addr, in: make(chan []byte, udpPeerQueue), closed: make(chan struct{})}
 			p.onEnd = func() {
 				ln.mu.Lock()
 				if ln.peers[addr] == p {
@@ -276,9 +275,12 @@ func (ln *Listener) readUDP() {
 		if p == nil {
 			continue
 		}
+		d := rxPool.Get(n)
+		copy(d, buf[:n])
 		select {
 		case p.in <- d:
 		default:
+			rxPool.Put(d)
 			ln.cfg.Metrics.drop(dropUDPQueueFull)
 		}
 		if !ok && !ln.serve(p) {
