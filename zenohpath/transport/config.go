@@ -34,6 +34,9 @@ const (
 	// DefaultOpenTimeout bounds the INIT/OPEN exchange (Rust open/accept
 	// timeout, pico Z_TRANSPORT_CONNECT_TIMEOUT: 10 s).
 	DefaultOpenTimeout = 10 * time.Second
+	// DefaultMaxHandshakes bounds the links a Listener holds in INIT/OPEN at
+	// a time (Rust: transport/unicast/accept_pending = 100).
+	DefaultMaxHandshakes = 100
 	// DefaultTxQueue is the TX queue depth, in messages.
 	DefaultTxQueue = 1024
 	// DefaultBlockTimeout bounds how long Send with Block waits for room.
@@ -79,6 +82,10 @@ type Config struct {
 	MaxReassembly int
 	// OpenTimeout bounds the INIT/OPEN handshake. 0 = DefaultOpenTimeout.
 	OpenTimeout time.Duration
+	// MaxHandshakes bounds the links a Listener holds in INIT/OPEN at a
+	// time; a connection beyond it is closed at once and counted
+	// (handshake_failures_total{reason="refused"}). 0 = DefaultMaxHandshakes.
+	MaxHandshakes int
 	// TxQueue is the TX queue depth in messages. 0 = DefaultTxQueue.
 	TxQueue int
 	// BlockTimeout bounds Send with SendOptions.Block. 0 = DefaultBlockTimeout.
@@ -116,6 +123,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OpenTimeout <= 0 {
 		c.OpenTimeout = DefaultOpenTimeout
+	}
+	if c.MaxHandshakes <= 0 {
+		c.MaxHandshakes = DefaultMaxHandshakes
 	}
 	if c.TxQueue <= 0 {
 		c.TxQueue = DefaultTxQueue

@@ -30,6 +30,7 @@ type Listener struct {
 	sessions map[*Session]struct{} // open sessions
 	peers    map[netip.AddrPort]*udpPeerLink
 	stop     func() bool
+	hsFail   *hsFailures
 }
 
 // Listen starts accepting sessions on endpoint ("tcp/host:port",
@@ -53,6 +54,7 @@ func Listen(ctx context.Context, endpoint string, cfg Config, accept func(*Sessi
 		ep: ep, cfg: cfg.withDefaults(), accept: accept, key: newCookieKey(),
 		links: map[link]struct{}{}, sessions: map[*Session]struct{}{}, peers: map[netip.AddrPort]*udpPeerLink{},
 	}
+	ln.hsFail = newHSFailures(ln.cfg.Logger, ln.cfg.Metrics)
 	var lc net.ListenConfig
 	switch ep.Proto {
 	case "tcp":
@@ -142,6 +144,7 @@ func (ln *Listener) Close() error {
 		err = ln.udp.Close()
 	}
 	ln.wg.Wait()
+	ln.hsFail.close()
 	return err
 }
 
@@ -162,16 +165,23 @@ func (ln *Listener) acceptTCP() {
 		}
 		delay = 0
 		if !ln.serve(newStreamLink(c)) {
+			// Closed, or refused: no goroutine, no buffer for it.
 			_ = c.Close()
 		}
 	}
 }
 
-// serve registers l and runs handshake + session on a new goroutine.
+// serve registers l and runs handshake + session on a new goroutine. It
+// returns false when the Listener is closed, or refuses l (counted) when
+// Config.MaxHandshakes links are in handshake already; the caller closes l.
 func (ln *Listener) serve(l link) bool {
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
 	if ln.closed {
+		return false
+	}
+	if len(ln.links) >= ln.cfg.MaxHandshakes {
+		ln.hsFail.add(hsRefused, l.remoteAddr().String(), fmt.Errorf("%d handshakes in progress (Config.MaxHandshakes)", len(ln.links)))
 		return false
 	}
 	ln.links[l] = struct{}{}
@@ -183,13 +193,16 @@ func (ln *Listener) serve(l link) bool {
 func (ln *Listener) run(l link) {
 	defer ln.wg.Done()
 	cfg := &ln.cfg
+	limitRead(l, maxHandshakeBatch)
 	p, err := acceptHandshake(l, cfg, &ln.key, time.Now().Add(cfg.OpenTimeout))
+	limitRead(l, 0)
 	ln.mu.Lock()
 	delete(ln.links, l)
 	closed := ln.closed
 	ln.mu.Unlock()
 	if err != nil {
-		cfg.Logger.Info("transport: handshake failed", "remote", l.remoteAddr().String(), "err", err)
+		releaseRead(l)
+		ln.hsFail.add(handshakeFailReason(err), l.remoteAddr().String(), err)
 		cfg.Metrics.closedHandshake()
 		_ = l.close()
 		return
