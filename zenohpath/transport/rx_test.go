@@ -218,7 +218,6 @@ func frag(sn uint64, more, first bool, payload string) *wire.Fragment {
 // wire's TestReassemblerAdd), and holds no reassembly buffer once a train
 // ended.
 func TestReassemblerDrops(t *testing.T) {
-	const mask = 0x0fffffff
 	cfg := testConfig().withDefaults()
 	cfg.MaxReassembly = 10
 	var got []string
