@@ -38,6 +38,7 @@ type Reassembler struct {
 	active   bool   // a train is being collected
 	skipping bool   // discarding the rest of a dropped train
 	next     uint64 // SN expected next while active
+	last     int    // size of the last completed message: the first buffer of a train
 }
 
 // DefaultFragMax is the reassembly bound used when Reassembler.Max is 0.
@@ -176,17 +177,23 @@ func (r *Reassembler) Add(f *Fragment) (msg []byte, drop FragmentDrop) {
 	if msg == nil {
 		msg = []byte{}
 	}
-	r.done, r.buf, r.active = r.buf, nil, false
+	r.done, r.buf, r.active, r.last = r.buf, nil, false, len(msg)
 	return msg, drop
 }
 
-// grow makes room for n more bytes in buf (a pool buffer at least twice
-// the current one, so that a train of k fragments costs O(log k) copies).
+// grow makes room for n more bytes in buf: a pool buffer at least twice
+// the current one, so that a train of k fragments costs O(log k) copies,
+// and for the first fragment as large as the last message (a stream of
+// same-size messages then costs no copy at all).
 func (r *Reassembler) grow(n int) {
 	if n == 0 || len(r.buf)+n <= cap(r.buf) {
 		return
 	}
-	nb := fragPool.Get(max(len(r.buf)+n, 2*cap(r.buf), minFragBuf))[:len(r.buf)]
+	want := max(len(r.buf)+n, 2*cap(r.buf), minFragBuf)
+	if r.buf == nil {
+		want = max(want, r.last)
+	}
+	nb := fragPool.Get(want)[:len(r.buf)]
 	copy(nb, r.buf)
 	if r.buf != nil {
 		fragPool.Put(r.buf)
