@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	pool "github.com/libp2p/go-buffer-pool"
@@ -50,6 +52,14 @@ func isTimeout(err error) bool {
 // read buffer at all, and a busy one about one per running read goroutine.
 type streamReader struct {
 	r io.Reader
+	// raw, when the reader is a socket, lets the reader wait for data
+	// without holding a buffer (link_unix.go): the buffer is taken when the
+	// socket is readable and given back when a read would block with
+	// nothing pending, so one system call reads each burst.
+	raw syscall.RawConn
+	// hint is the size of the last batch with its prefix: the first buffer
+	// of a burst is at least that large.
+	hint int
 	// limit is the largest batch content accepted, in bytes; a longer
 	// prefix fails with errBatchTooLarge before anything is allocated
 	// (0 = 0xffff, the most a prefix can say).
@@ -66,11 +76,28 @@ const minRead = 4 << 10
 // rxPool holds the receive buffers of all links (size classes, powers of 2).
 var rxPool pool.BufferPool
 
+// rxHeld is the capacity of the receive buffers taken from rxPool and not
+// given back, in bytes, over all links of the process.
+var rxHeld atomic.Int64
+
+// getRx takes a receive buffer of length n (capacity: the size class).
+func getRx(n int) []byte {
+	b := rxPool.Get(n)
+	rxHeld.Add(int64(cap(b)))
+	return b
+}
+
+// putRx gives a receive buffer back.
+func putRx(b []byte) {
+	rxHeld.Add(-int64(cap(b)))
+	rxPool.Put(b)
+}
+
 // errBatchTooLarge: a stream batch prefix over the reader's limit.
 var errBatchTooLarge = errors.New("transport: batch length over the limit")
 
 func newStreamReader(r io.Reader) *streamReader {
-	return &streamReader{r: r}
+	return &streamReader{r: r, raw: rawConnOf(r)}
 }
 
 // next returns the next batch content (aliasing a pooled buffer, valid
@@ -84,7 +111,7 @@ func (s *streamReader) next() ([]byte, error) {
 		limit = 0xffff
 	}
 	var n int
-	if s.buf == nil {
+	if s.buf == nil && s.raw == nil {
 		if _, err := io.ReadFull(s.r, s.hdr[:]); err != nil {
 			return nil, err
 		}
@@ -96,7 +123,7 @@ func (s *streamReader) next() ([]byte, error) {
 			return nil, errBatchTooLarge
 		}
 	} else {
-		if err := s.fill(wire.StreamPrefixLen); err != nil {
+		if err := s.fill(wire.StreamPrefixLen, true); err != nil {
 			return nil, err
 		}
 		n = int(s.buf[s.off]) | int(s.buf[s.off+1])<<8
@@ -105,49 +132,101 @@ func (s *streamReader) next() ([]byte, error) {
 			return nil, errBatchTooLarge
 		}
 	}
-	if err := s.fill(n); err != nil {
+	if err := s.fill(n, false); err != nil {
 		return nil, err
 	}
 	b := s.buf[s.off : s.off+n : s.off+n]
 	s.off += n
+	s.hint = n + wire.StreamPrefixLen
 	return b, nil
 }
 
 // fill makes buf[off:end] hold at least k bytes, reading ahead as much as
-// the buffer takes. It is only called with part of a batch read (the
-// prefix at least), so EOF is unexpected.
-func (s *streamReader) fill(k int) error {
+// the buffer takes. boundary says that nothing of the next batch has been
+// consumed yet, so that EOF with nothing buffered is a clean io.EOF.
+func (s *streamReader) fill(k int, boundary bool) error {
+	if s.raw != nil {
+		return s.fillRaw(k, boundary)
+	}
 	if s.end-s.off >= k {
 		return nil
 	}
-	if s.off+k > len(s.buf) {
-		if k > len(s.buf) {
-			nb := rxPool.Get(max(k, minRead))
-			nb = nb[:cap(nb)]
-			copy(nb, s.buf[s.off:s.end])
-			if s.buf != nil {
-				rxPool.Put(s.buf)
-			}
-			s.buf = nb
-		} else {
-			copy(s.buf, s.buf[s.off:s.end])
-		}
-		s.end -= s.off
-		s.off = 0
-	}
+	s.room(k)
 	m, err := io.ReadAtLeast(s.r, s.buf[s.end:], s.off+k-s.end)
 	s.end += m
-	if err == io.EOF {
+	if err == io.EOF && (!boundary || s.end > s.off) {
 		err = io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// room makes buf able to hold k bytes from off: it moves what is pending
+// to the front, or into a larger pool buffer.
+func (s *streamReader) room(k int) {
+	if s.off+k <= len(s.buf) {
+		return
+	}
+	if k > len(s.buf) {
+		nb := getRx(max(k, minRead, s.hint))
+		nb = nb[:cap(nb)]
+		copy(nb, s.buf[s.off:s.end])
+		if s.buf != nil {
+			putRx(s.buf)
+		}
+		s.buf = nb
+	} else {
+		copy(s.buf, s.buf[s.off:s.end])
+	}
+	s.end -= s.off
+	s.off = 0
+}
+
+// fillRaw is fill on a socket: it waits for readability through raw, and
+// holds a buffer only while bytes are pending or being read.
+func (s *streamReader) fillRaw(k int, boundary bool) error {
+	for s.end-s.off < k {
+		if s.buf != nil {
+			s.room(k)
+		}
+		var n int
+		var rerr error
+		err := s.raw.Read(func(fd uintptr) bool {
+			if s.buf == nil {
+				s.buf = getRx(max(k, minRead, s.hint))
+				s.buf = s.buf[:cap(s.buf)]
+				s.off, s.end = 0, 0
+			}
+			var again bool
+			n, again, rerr = sysRead(fd, s.buf[s.end:])
+			if again {
+				if s.off == s.end {
+					s.release()
+				}
+				return false
+			}
+			return true
+		})
+		switch {
+		case err != nil:
+			return err
+		case rerr != nil:
+			return &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", rerr)}
+		case n == 0:
+			if boundary && s.end == s.off {
+				return io.EOF
+			}
+			return io.ErrUnexpectedEOF
+		}
+		s.end += n
+	}
+	return nil
 }
 
 // release gives the buffer back, dropping anything read ahead. Only the
 // reading goroutine may call it.
 func (s *streamReader) release() {
 	if s.buf != nil {
-		rxPool.Put(s.buf)
+		putRx(s.buf)
 		s.buf = nil
 	}
 	s.off, s.end = 0, 0
@@ -210,7 +289,7 @@ func (l *udpConnLink) readBatch(deadline time.Time) ([]byte, error) {
 		return nil, err
 	}
 	if l.buf == nil {
-		l.buf = rxPool.Get(udpReadBuf)
+		l.buf = getRx(udpReadBuf)
 	}
 	n, err := l.c.Read(l.buf)
 	if err != nil {
@@ -279,7 +358,7 @@ func (l *udpPeerLink) readBatch(deadline time.Time) ([]byte, error) {
 // releaseCur gives the last datagram's buffer back (reader goroutine only).
 func (l *udpPeerLink) releaseCur() {
 	if l.cur != nil {
-		rxPool.Put(l.cur)
+		putRx(l.cur)
 		l.cur = nil
 	}
 }
@@ -318,7 +397,7 @@ func releaseRead(l link) {
 		l.sr.release()
 	case *udpConnLink:
 		if l.buf != nil {
-			rxPool.Put(l.buf)
+			putRx(l.buf)
 			l.buf = nil
 		}
 	case *udpPeerLink:

@@ -288,12 +288,12 @@ func (ln *Listener) readUDP() {
 		if p == nil {
 			continue
 		}
-		d := rxPool.Get(n)
+		d := getRx(n)
 		copy(d, buf[:n])
 		select {
 		case p.in <- d:
 		default:
-			rxPool.Put(d)
+			putRx(d)
 			ln.cfg.Metrics.drop(dropUDPQueueFull)
 		}
 		if !ok && !ln.serve(p) {
