@@ -137,7 +137,7 @@ func (s *streamReader) next() ([]byte, error) {
 	}
 	b := s.buf[s.off : s.off+n : s.off+n]
 	s.off += n
-	s.hint = n + wire.StreamPrefixLen
+	s.hint = min(n+wire.StreamPrefixLen, 1<<16) // a 65535-byte batch must not pick the 128 KB class
 	return b, nil
 }
 

@@ -166,7 +166,7 @@ func newSession(cfg *Config, l link, p params, h Handler) *Session {
 	s.txSN = [2]uint64{p.ourInitialSN, p.ourInitialSN}
 	s.reasm = newReassemblers(cfg, s.mask, p.patch >= 1)
 	s.walkFn = s.onMessage
-	s.log = cfg.Logger.With("session", s.id, "zid", p.peerZID.String(), "remote", s.remote.String())
+	s.log = newSessionLogger(cfg.Logger, s) // session, zid, remote added when a record is logged
 	return s
 }
 
