@@ -402,6 +402,15 @@ func releaseRead(l link) {
 		}
 	case *udpPeerLink:
 		l.releaseCur()
+		for {
+			select {
+			case b := <-l.in:
+				putRx(b)
+				continue
+			default:
+			}
+			break
+		}
 	}
 }
 

@@ -215,6 +215,7 @@ func (ln *Listener) run(l link) {
 		// Opened while the Listener was closing: tell the peer.
 		h := &hs{l: l, deadline: time.Now().Add(closeGrace)}
 		_ = h.write(&wire.Close{Session: true, Reason: ReasonShutdown.Wire()})
+		releaseRead(l)
 		_ = l.close()
 		return
 	}
@@ -358,6 +359,7 @@ func Dial(ctx context.Context, endpoint string, cfg Config, h Handler) (*Session
 		}
 	}
 	if err != nil {
+		releaseRead(l)
 		_ = l.close()
 		return nil, err
 	}
