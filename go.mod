@@ -3,6 +3,7 @@ module github.com/picobridge/picobridge
 go 1.26.0
 
 require (
+	github.com/libp2p/go-buffer-pool v0.1.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

@@ -84,7 +84,7 @@ func BenchmarkFragmentReassemble64K(b *testing.B) {
 
 // BenchmarkReassemble64K: the reassembler alone (no I/O).
 func BenchmarkReassemble64K(b *testing.B) {
-	r := newReassembler(1<<20, 0x0fffffff, true)
+	r := wire.Reassembler{Max: 1 << 20, SNMask: 0x0fffffff, RequireFirst: true}
 	chunk := bytes.Repeat([]byte("x"), 2040)
 	const n = 33 // ≈ 64 KB
 	b.ReportAllocs()
@@ -94,7 +94,7 @@ func BenchmarkReassemble64K(b *testing.B) {
 		for i := 0; i < n; i++ {
 			f := wire.Fragment{SN: sn, First: i == 0, More: i < n-1, Payload: chunk}
 			sn = snNext(sn, 0x0fffffff)
-			if msg, _, _ := r.push(&f); i == n-1 && len(msg) != n*2040 {
+			if msg, _ := r.Add(&f); i == n-1 && len(msg) != n*2040 {
 				b.Fatal("bad reassembly")
 			}
 		}
@@ -113,7 +113,7 @@ func TestRXAllocs(t *testing.T) {
 	b := frameBatch(true, 7, push("demo/alloc", []byte("payload")), push("demo/alloc", []byte("payload")))
 	allocs := testing.AllocsPerRun(1000, func() {
 		s.rxLast[chReliable] = 6
-		if err := s.parser.WalkBatch(b, s.walkFn); err != nil {
+		if err := s.rxBatch(b); err != nil {
 			t.Fatal(err)
 		}
 	})

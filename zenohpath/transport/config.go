@@ -42,6 +42,9 @@ const (
 	// DefaultOpenTimeout bounds the INIT/OPEN exchange (Rust open/accept
 	// timeout, pico Z_TRANSPORT_CONNECT_TIMEOUT: 10 s).
 	DefaultOpenTimeout = 10 * time.Second
+	// DefaultMaxHandshakes bounds the links a Listener holds in INIT/OPEN at
+	// a time (Rust: transport/unicast/accept_pending = 100).
+	DefaultMaxHandshakes = 100
 	// DefaultTxQueue bounds each TX priority queue, in messages.
 	DefaultTxQueue = 1024
 	// DefaultTxQueueBatches sizes each TX priority queue's byte bound when
@@ -110,6 +113,10 @@ type Config struct {
 	MaxReassembly int
 	// OpenTimeout bounds the INIT/OPEN handshake. 0 = DefaultOpenTimeout.
 	OpenTimeout time.Duration
+	// MaxHandshakes bounds the links a Listener holds in INIT/OPEN at a
+	// time; a connection beyond it is closed at once and counted
+	// (handshake_failures_total{reason="refused"}). 0 = DefaultMaxHandshakes.
+	MaxHandshakes int
 	// TxQueue bounds each of the 8 TX priority queues, in messages.
 	// 0 = DefaultTxQueue.
 	TxQueue int
@@ -162,6 +169,9 @@ func (c Config) withDefaults() Config {
 	c.MaxReassembly = c.MaxMessageSize
 	if c.OpenTimeout <= 0 {
 		c.OpenTimeout = DefaultOpenTimeout
+	}
+	if c.MaxHandshakes <= 0 {
+		c.MaxHandshakes = DefaultMaxHandshakes
 	}
 	if c.TxQueue <= 0 {
 		c.TxQueue = DefaultTxQueue

@@ -35,9 +35,11 @@
 // # Ownership
 //
 // The message passed to HandleNetwork and every []byte inside it (payload,
-// attachment, raw extensions) alias the session's receive buffers and
-// parser; they are valid only during the call. Copy what you keep
-// (strings such as key suffixes are already copies). Send encodes the
+// attachment, raw extensions) alias a receive buffer and a parser that
+// are pooled across all sessions (an idle session holds neither; see
+// docs/transport.md, "Memory per session: RX"); they are valid only during
+// the call, and hold another session's bytes afterwards. Copy what you
+// keep (strings such as key suffixes are already copies). Send encodes the
 // message before returning; the caller may reuse it right away.
 //
 // # Sending
@@ -73,7 +75,8 @@
 // Each channel (reliable, best effort) has an SN window (§5): an SN must
 // be strictly after the last accepted one and at most half the SN space
 // ahead; other FRAMEs are dropped and counted ("sn_window"). Fragments are
-// reassembled per channel, bounded by Config.MaxMessageSize; a gap, an
+// reassembled per channel by wire.Reassembler, bounded by
+// Config.MaxMessageSize; a gap, an
 // oversize train or a missing First marker drops the whole message
 // (counted). zenoh-pico sends fragments of reliable messages with R=0 and
 // reliable SNs (§4.7); R=0 fragments are therefore checked only for SN

@@ -13,36 +13,6 @@ import (
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
-// FuzzReassembly feeds arbitrary fragment sequences to a reassembler: it
-// never panics, never returns more than its bound, and a completed message
-// always ends with the last fragment's payload.
-func FuzzReassembly(f *testing.F) {
-	f.Add([]byte{0x03, 1, 4, 'a', 'b', 'c', 'd', 0x00, 1, 2, 'e', 'f'}, true)
-	f.Add([]byte{0x01, 1, 2, 'a', 'b', 0x01, 3, 2, 'c', 'd', 0x00, 1, 1, 'e'}, false)
-	f.Add([]byte{0x03, 0, 30, 0x01, 1, 30, 0x00, 1, 30}, true)
-	f.Fuzz(func(t *testing.T, data []byte, patch bool) {
-		const max = 64
-		r := newReassembler(max, 0x7f, patch)
-		var sn uint64
-		for len(data) >= 3 {
-			flags, delta, n := data[0], data[1], int(data[2])
-			data = data[3:]
-			n = min(n, len(data))
-			payload := data[:n]
-			data = data[n:]
-			sn = (sn + uint64(delta)) & 0x7f
-			fr := &wire.Fragment{More: flags&1 != 0, First: flags&2 != 0, Drop: flags&4 != 0, SN: sn, Payload: payload}
-			msg, _, why := r.push(fr)
-			require.Less(t, int(why), int(numDropReasons))
-			if msg != nil {
-				require.LessOrEqual(t, len(msg), max)
-				require.True(t, bytes.HasSuffix(msg, payload))
-				require.False(t, fr.More)
-			}
-		}
-	})
-}
-
 // chunkReader returns its data in the given chunk sizes.
 type chunkReader struct {
 	data   []byte
@@ -129,7 +99,7 @@ func FuzzSessionRX(f *testing.F) {
 		cfg.MaxReassembly = 1024
 		s := newSession(&cfg, nullLink{}, params{resolution: 0x08, batchSize: 2048, patch: 1, peerLease: time.Second}, HandlerFuncs{})
 		for _, b := range [][]byte{b1, b2} {
-			_ = s.parser.WalkBatch(b, s.walkFn)
+			_ = s.rxBatch(b)
 		}
 		for r, name := range dropNames {
 			_ = s.stats.drops[r].Load()
@@ -196,4 +166,71 @@ func FuzzHandshake(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStreamReaderSocket runs the socket path of the stream reader (raw
+// reads, link_unix.go) over loopback TCP, with the stream written in
+// pieces of every size from 1 byte up: the batches and the final error are
+// those of the io.Reader path, and the reader holds no buffer once it has
+// handed out everything.
+func TestStreamReaderSocket(t *testing.T) {
+	var stream []byte
+	for _, n := range []int{0, 1, 5, 300, 4094, 4095, 4096, 5000, 65535, 17, 0, 2} {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7 + n)
+		}
+		stream = wire.AppendStreamBatch(stream, b)
+	}
+	stream = append(stream, 0x10, 0x00, 'x') // truncated last batch
+	want, wantErr := readAllBatches(bytes.NewReader(stream))
+	require.ErrorIs(t, wantErr, io.ErrUnexpectedEOF)
+	for _, piece := range []int{3, 1000, 4096, 70000} {
+		tp := newTCPPipe(t)
+		sr := newStreamReader(tp.b)
+		require.NotNil(t, sr.raw, "a TCP conn is read through its RawConn")
+		go func() {
+			for rest := stream; len(rest) > 0; {
+				k := min(piece, len(rest))
+				if _, err := tp.a.Write(rest[:k]); err != nil {
+					return
+				}
+				rest = rest[k:]
+			}
+			_ = tp.a.Close()
+		}()
+		var got [][]byte
+		var err error
+		for {
+			_ = tp.b.SetReadDeadline(time.Now().Add(10 * time.Second))
+			var b []byte
+			if b, err = sr.next(); err != nil {
+				break
+			}
+			got = append(got, append([]byte(nil), b...))
+		}
+		require.Equal(t, len(want), len(got), "pieces of %d", piece)
+		require.Equal(t, want, got, "pieces of %d", piece)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF, "pieces of %d", piece)
+		sr.release()
+		require.Zero(t, sr.held())
+	}
+	// A clean end at a batch boundary is io.EOF, and an idle reader holds
+	// no buffer while it waits.
+	tp := newTCPPipe(t)
+	sr := newStreamReader(tp.b)
+	_, err := tp.a.Write(wire.AppendStreamBatch(nil, []byte("abc")))
+	require.NoError(t, err)
+	b, err := sr.next()
+	require.NoError(t, err)
+	require.Equal(t, "abc", string(b))
+	_ = tp.b.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	_, err = sr.next()
+	require.True(t, isTimeout(err), "got %v", err)
+	require.Zero(t, sr.held(), "a reader waiting for data holds no buffer")
+	_ = tp.a.Close()
+	_ = tp.b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = sr.next()
+	require.ErrorIs(t, err, io.EOF)
+	require.NotErrorIs(t, err, io.ErrUnexpectedEOF)
 }

@@ -119,9 +119,19 @@ func (k *cookieKey) open(c []byte) (params, error) {
 // hs carries one handshake's I/O: the link, a parser and the deadline.
 type hs struct {
 	l        link
-	parser   wire.Parser
+	parser   *wire.Parser // from parserPool (newHS), given back by done
 	deadline time.Time
 	buf      []byte
+}
+
+func newHS(l link, deadline time.Time) *hs {
+	return &hs{l: l, deadline: deadline, parser: parserPool.Get().(*wire.Parser)}
+}
+
+// done gives the parser back; the messages it decoded are no longer valid.
+func (h *hs) done() {
+	parserPool.Put(h.parser)
+	h.parser = nil
 }
 
 func (h *hs) write(m wire.TransportMessage) error {
@@ -179,7 +189,8 @@ func checkPeerIdentity(w wire.WhatAmI, z wire.ZID) error {
 // acceptHandshake runs the accepting (router) side of INIT/OPEN on l
 // (zenoh-wire.md §4.2, §12.1).
 func acceptHandshake(l link, cfg *Config, key *cookieKey, deadline time.Time) (params, error) {
-	h := &hs{l: l, deadline: deadline}
+	h := newHS(l, deadline)
+	defer h.done()
 	t, err := h.read("InitSyn")
 	if err != nil {
 		return params{}, err
@@ -249,7 +260,8 @@ func acceptHandshake(l link, cfg *Config, key *cookieKey, deadline time.Time) (p
 // openHandshake runs the opening (client/peer) side of INIT/OPEN on l
 // (zenoh-wire.md §4.1–§4.3).
 func openHandshake(l link, cfg *Config, deadline time.Time) (params, error) {
-	h := &hs{l: l, deadline: deadline}
+	h := newHS(l, deadline)
+	defer h.done()
 	batch := linkBatch(cfg, l)
 	syn := wire.InitSyn{
 		Version:    wire.ProtoVersion,

@@ -30,6 +30,7 @@ type Listener struct {
 	sessions map[*Session]struct{} // open sessions
 	peers    map[netip.AddrPort]*udpPeerLink
 	stop     func() bool
+	hsFail   *hsFailures
 }
 
 // Listen starts accepting sessions on endpoint ("tcp/host:port",
@@ -53,6 +54,7 @@ func Listen(ctx context.Context, endpoint string, cfg Config, accept func(*Sessi
 		ep: ep, cfg: cfg.withDefaults(), accept: accept, key: newCookieKey(),
 		links: map[link]struct{}{}, sessions: map[*Session]struct{}{}, peers: map[netip.AddrPort]*udpPeerLink{},
 	}
+	ln.hsFail = newHSFailures(ln.cfg.Logger, ln.cfg.Metrics)
 	var lc net.ListenConfig
 	switch ep.Proto {
 	case "tcp":
@@ -142,6 +144,7 @@ func (ln *Listener) Close() error {
 		err = ln.udp.Close()
 	}
 	ln.wg.Wait()
+	ln.hsFail.close()
 	return err
 }
 
@@ -162,16 +165,23 @@ func (ln *Listener) acceptTCP() {
 		}
 		delay = 0
 		if !ln.serve(newStreamLink(c)) {
+			// Closed, or refused: no goroutine, no buffer for it.
 			_ = c.Close()
 		}
 	}
 }
 
-// serve registers l and runs handshake + session on a new goroutine.
+// serve registers l and runs handshake + session on a new goroutine. It
+// returns false when the Listener is closed, or refuses l (counted) when
+// Config.MaxHandshakes links are in handshake already; the caller closes l.
 func (ln *Listener) serve(l link) bool {
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
 	if ln.closed {
+		return false
+	}
+	if len(ln.links) >= ln.cfg.MaxHandshakes {
+		ln.hsFail.add(hsRefused, l.remoteAddr().String(), fmt.Errorf("%d handshakes in progress (Config.MaxHandshakes)", len(ln.links)))
 		return false
 	}
 	ln.links[l] = struct{}{}
@@ -183,13 +193,16 @@ func (ln *Listener) serve(l link) bool {
 func (ln *Listener) run(l link) {
 	defer ln.wg.Done()
 	cfg := &ln.cfg
+	limitRead(l, maxHandshakeBatch)
 	p, err := acceptHandshake(l, cfg, &ln.key, time.Now().Add(cfg.OpenTimeout))
+	limitRead(l, 0)
 	ln.mu.Lock()
 	delete(ln.links, l)
 	closed := ln.closed
 	ln.mu.Unlock()
 	if err != nil {
-		cfg.Logger.Info("transport: handshake failed", "remote", l.remoteAddr().String(), "err", err)
+		releaseRead(l)
+		ln.hsFail.add(handshakeFailReason(err), l.remoteAddr().String(), err)
 		cfg.Metrics.closedHandshake()
 		_ = l.close()
 		return
@@ -202,6 +215,7 @@ func (ln *Listener) run(l link) {
 		// Opened while the Listener was closing: tell the peer.
 		h := &hs{l: l, deadline: time.Now().Add(closeGrace)}
 		_ = h.write(&wire.Close{Session: true, Reason: ReasonShutdown.Wire()})
+		releaseRead(l)
 		_ = l.close()
 		return
 	}
@@ -244,10 +258,9 @@ func (ln *Listener) readUDP() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		d := append([]byte(nil), buf[:n]...)
 		ln.mu.Lock()
 		p, ok := ln.peers[addr]
-		if !ok && !isInitSyn(d) {
+		if !ok && !isInitSyn(buf[:n]) {
 			// Not the start of a session: no peer link for it, so that it
 			// cannot fail a handshake and take the next (valid) datagram
 			// from that address down with it.
@@ -262,7 +275,7 @@ func (ln *Listener) readUDP() {
 			continue
 		}
 		if !ok && !ln.closed {
-			p = &udpPeerLink{conn: ln.udp, addr: addr, in: make(chan []byte, 256), closed: make(chan struct{})}
+			p = &udpPeerLink{conn: ln.udp, addr: addr, in: make(chan []byte, udpPeerQueue), closed: make(chan struct{})}
 			p.onEnd = func() {
 				ln.mu.Lock()
 				if ln.peers[addr] == p {
@@ -276,9 +289,12 @@ func (ln *Listener) readUDP() {
 		if p == nil {
 			continue
 		}
+		d := getRx(n)
+		copy(d, buf[:n])
 		select {
 		case p.in <- d:
 		default:
+			putRx(d)
 			ln.cfg.Metrics.drop(dropUDPQueueFull)
 		}
 		if !ok && !ln.serve(p) {
@@ -343,6 +359,7 @@ func Dial(ctx context.Context, endpoint string, cfg Config, h Handler) (*Session
 		}
 	}
 	if err != nil {
+		releaseRead(l)
 		_ = l.close()
 		return nil, err
 	}

@@ -16,6 +16,7 @@ type Metrics struct {
 	dropped   *prometheus.CounterVec
 	sessions  prometheus.Gauge
 	closed    *prometheus.CounterVec
+	hsFailed  *prometheus.CounterVec
 
 	droppedBy [numDropReasons]prometheus.Counter
 }
@@ -29,6 +30,8 @@ type Metrics struct {
 //	picobridge_transport_dropped_total{reason}  messages dropped, by reason
 //	picobridge_transport_sessions            open sessions
 //	picobridge_transport_closed_total{reason}   sessions closed, by CloseReason
+//	picobridge_transport_handshake_failures_total{reason}  accepted links whose INIT/OPEN failed, by reason
+//	    (timeout, eof, too_large, refused, invalid, decode_error, remote_close, connection_to_self, link_error, handshake)
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	const ns, sub = "picobridge", "transport"
 	m := &Metrics{
@@ -46,12 +49,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "sessions", Help: "Open transport sessions."}),
 		closed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "closed_total", Help: "Transport sessions closed, by close reason."}, []string{"reason"}),
+		hsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "handshake_failures_total", Help: "Accepted links whose INIT/OPEN handshake failed or was refused, by reason."}, []string{"reason"}),
 	}
 	for i := range m.droppedBy {
 		m.droppedBy[i] = m.dropped.WithLabelValues(dropReason(i).String())
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.rxBytes, m.txBytes, m.rxBatches, m.txBatches, m.dropped, m.sessions, m.closed} {
+		for _, c := range []prometheus.Collector{m.rxBytes, m.txBytes, m.rxBatches, m.txBatches, m.dropped, m.sessions, m.closed, m.hsFailed} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -96,5 +101,11 @@ func (m *Metrics) closedWith(r CloseReason) {
 func (m *Metrics) closedHandshake() {
 	if m != nil {
 		m.closed.WithLabelValues(ReasonHandshake.String()).Inc()
+	}
+}
+
+func (m *Metrics) handshakeFailed(reason string) {
+	if m != nil {
+		m.hsFailed.WithLabelValues(reason).Inc()
 	}
 }

@@ -213,63 +213,43 @@ func frag(sn uint64, more, first bool, payload string) *wire.Fragment {
 	return &wire.Fragment{SN: sn, More: more, First: first, Payload: []byte(payload)}
 }
 
-func TestReassembler(t *testing.T) {
-	const mask = 0x0fffffff
-	t.Run("patch", func(t *testing.T) {
-		r := newReassembler(10, mask, true)
-		m, d, _ := r.push(frag(1, true, true, "ab"))
-		require.Nil(t, m)
-		require.False(t, d)
-		m, _, _ = r.push(frag(2, false, false, "cd"))
-		require.Equal(t, "abcd", string(m))
-		// Gap: 4 after 2 → the message is dropped, and the rest of the train skipped.
-		r.push(frag(3, true, true, "xx"))
-		_, d, why := r.push(frag(5, true, false, "yy"))
-		require.True(t, d)
-		require.Equal(t, dropFragmentGap, why)
-		m, _, _ = r.push(frag(6, false, false, "zz"))
-		require.Nil(t, m)
-		// No First: dropped.
-		_, d, why = r.push(frag(7, false, false, "q"))
-		require.True(t, d)
-		require.Equal(t, dropFragmentNoFirst, why)
-		// A new First while a train is open drops the old one.
-		r.push(frag(8, true, true, "aa"))
-		_, d, why = r.push(frag(9, true, true, "bb"))
-		require.True(t, d)
-		require.Equal(t, dropFragmentGap, why)
-		m, _, _ = r.push(frag(10, false, false, "cc"))
-		require.Equal(t, "bbcc", string(m))
-		// Oversize.
-		r.push(frag(11, true, true, "123456"))
-		_, d, why = r.push(frag(12, true, false, "789012"))
-		require.True(t, d)
-		require.Equal(t, dropFragmentOversize, why)
-		m, _, _ = r.push(frag(13, false, false, "x"))
-		require.Nil(t, m, "rest of the oversize train skipped")
-		// Drop marker.
-		r.push(frag(14, true, true, "ab"))
-		_, d, why = r.push(&wire.Fragment{SN: 15, Drop: true})
-		require.True(t, d)
-		require.Equal(t, dropFragmentMarker, why)
-		// Wrap inside the mask.
-		r.push(frag(mask, true, true, "w"))
-		m, _, _ = r.push(frag(0, false, false, "r"))
-		require.Equal(t, "wr", string(m))
-	})
-	t.Run("no patch", func(t *testing.T) {
-		r := newReassembler(10, mask, false)
-		r.push(frag(1, true, false, "ab"))
-		m, _, _ := r.push(frag(2, false, false, "cd"))
-		require.Equal(t, "abcd", string(m))
-		// Gap: the partial is dropped and the fragment starts a new train.
-		r.push(frag(3, true, false, "xx"))
-		_, d, why := r.push(frag(5, true, false, "yy"))
-		require.True(t, d)
-		require.Equal(t, dropFragmentGap, why)
-		m, _, _ = r.push(frag(6, false, false, "zz"))
-		require.Equal(t, "yyzz", string(m))
-	})
+// TestReassemblerDrops: the session counts each reassembly drop under its
+// reason, once per dropped message (the rules themselves are pinned in
+// wire's TestReassemblerAdd), and holds no reassembly buffer once a train
+// ended.
+func TestReassemblerDrops(t *testing.T) {
+	cfg := testConfig().withDefaults()
+	cfg.MaxReassembly = 10
+	var got []string
+	s := newSession(&cfg, nullLink{}, params{resolution: wire.DefaultResolution, batchSize: 2048, patch: 1, peerLease: time.Second},
+		HandlerFuncs{Network: func(_ *Session, m wire.NetworkMessage) {
+			got = append(got, m.(*wire.Push).WireExpr.Suffix)
+		}})
+	msg := func(key string) []byte { return push(key, nil).Append(nil) }
+	rx := func(fs ...*wire.Fragment) {
+		t.Helper()
+		for _, f := range fs {
+			f.Reliable = true
+			require.NoError(t, s.rxBatch(f.Append(nil)))
+		}
+	}
+	a := msg("a")
+	require.LessOrEqual(t, len(a), 10)
+	rx(frag(1, true, true, string(a[:2])), frag(2, false, false, string(a[2:])))
+	require.Equal(t, []string{"a"}, got)
+	require.Zero(t, s.reasm[chReliable].Held(), "no buffer held after a complete message")
+	rx(frag(3, true, true, string(a[:2])), frag(5, true, false, "x"), frag(6, false, false, "x"))  // gap, rest skipped
+	rx(frag(7, false, false, string(a)))                                                           // no First
+	rx(frag(8, true, true, "123456"), frag(9, true, false, "789012"), frag(10, false, false, "x")) // oversize
+	rx(frag(11, true, true, string(a[:2])), &wire.Fragment{SN: 12, Drop: true})                    // Drop marker
+	rx(frag(13, true, true, string(a[:2])), frag(14, false, false, string(a[2:])))
+	require.Equal(t, []string{"a", "a"}, got)
+	require.Equal(t, map[string]uint64{"fragment_gap": 1, "fragment_no_first": 1, "fragment_oversize": 1, "fragment_drop_marker": 1},
+		s.Stats().Dropped)
+	rx(frag(15, true, true, "ab"))
+	require.NotZero(t, s.reasm[chReliable].Held())
+	s.releaseRX()
+	require.Zero(t, s.reasm[chReliable].Held(), "a partial train is given back at the end of the session")
 }
 
 // TestFragmentGapOverSession: a fragment train with a missing SN is

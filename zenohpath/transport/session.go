@@ -87,11 +87,10 @@ type Session struct {
 	forceClose *time.Timer // closes the link closeGrace after shutdown
 
 	// read goroutine only
-	parser  wire.Parser
-	fparser wire.Parser
-	rxLast  [2]uint64
-	reasm   [2]*reassembler
-	walkFn  func(wire.TransportMessage, wire.NetworkMessage) error
+	parser *wire.Parser // from parserPool while a batch is decoded (rxpath.go)
+	rxLast [2]uint64
+	reasm  [2]wire.Reassembler
+	walkFn func(wire.TransportMessage, wire.NetworkMessage) error
 
 	// write goroutine only
 	txSN [2]uint64
@@ -143,10 +142,9 @@ func newSession(cfg *Config, l link, p params, h Handler) *Session {
 	s.kaPeriod = max(min(cfg.Lease, s.rxLease)/time.Duration(cfg.KeepAliveDivisor), minKeepAlive)
 	s.rxLast = [2]uint64{snPrev(p.peerInitialSN, s.mask), snPrev(p.peerInitialSN, s.mask)}
 	s.txSN = [2]uint64{p.ourInitialSN, p.ourInitialSN}
-	patch := p.patch >= 1
-	s.reasm = [2]*reassembler{newReassembler(cfg.MaxReassembly, s.mask, patch), newReassembler(cfg.MaxReassembly, s.mask, patch)}
+	s.reasm = newReassemblers(cfg, s.mask, p.patch >= 1)
 	s.walkFn = s.onMessage
-	s.log = cfg.Logger.With("session", s.id, "zid", p.peerZID.String(), "remote", s.remote.String())
+	s.log = newSessionLogger(cfg.Logger, s) // session, zid, remote added when a record is logged
 	s.tx.init(s)
 	if tl, ok := l.(*tcpLink); ok && cfg.TCPNotSentLowat > 0 {
 		if err := setNotSentLowat(tl.c, cfg.TCPNotSentLowat); err != nil {
@@ -295,7 +293,7 @@ loop:
 		s.stats.rxBytes.Add(uint64(len(b)))
 		s.stats.rxBatches.Add(1)
 		s.m.rx(len(b))
-		if err := s.parser.WalkBatch(b, s.walkFn); err != nil {
+		if err := s.rxBatch(b); err != nil {
 			var rc remoteClose
 			switch {
 			case errors.As(err, &rc):
@@ -314,6 +312,7 @@ loop:
 		default:
 		}
 	}
+	s.releaseRX()
 	s.finish()
 }
 
@@ -401,12 +400,14 @@ func (s *Session) onFragment(f *wire.Fragment) error {
 		s.drop(dropSNWindow)
 		return nil
 	}
-	msg, dropped, why := s.reasm[ch].push(f)
-	if dropped {
-		s.drop(why)
+	r := &s.reasm[ch]
+	msg, drop := r.Add(f)
+	if drop != wire.FragmentKept {
+		s.drop(fragDropReason[drop])
 	}
+	defer r.Release()
 	for len(msg) > 0 {
-		m, k, err := s.fparser.Network(msg)
+		m, k, err := s.parser.Network(msg)
 		if err != nil {
 			return err
 		}
