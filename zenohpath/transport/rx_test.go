@@ -219,7 +219,7 @@ func frag(sn uint64, more, first bool, payload string) *wire.Fragment {
 // ended.
 func TestReassemblerDrops(t *testing.T) {
 	cfg := testConfig().withDefaults()
-	cfg.MaxReassembly = 10
+	cfg.MaxMessageSize, cfg.MaxReassembly = 10, 10
 	var got []string
 	s := newSession(&cfg, nullLink{}, params{resolution: wire.DefaultResolution, batchSize: 2048, patch: 1, peerLease: time.Second},
 		HandlerFuncs{Network: func(_ *Session, m wire.NetworkMessage) {
