@@ -96,7 +96,7 @@ func FuzzSessionRX(f *testing.F) {
 		wire.Fragment{SN: 1, Payload: []byte{0x01, 0x01, 0x01, 'x'}}.Append(nil))
 	f.Fuzz(func(t *testing.T, b1, b2 []byte) {
 		cfg := testConfig().withDefaults()
-		cfg.MaxReassembly = 1024
+		cfg.MaxMessageSize, cfg.MaxReassembly = 1024, 1024
 		s := newSession(&cfg, nullLink{}, params{resolution: 0x08, batchSize: 2048, patch: 1, peerLease: time.Second}, HandlerFuncs{})
 		for _, b := range [][]byte{b1, b2} {
 			_ = s.rxBatch(b)
