@@ -238,7 +238,7 @@ func (s *Session) writeLoop() {
 		// Small messages that fit in the pending FRAME are appended under
 		// the same lock (no I/O), saving a lock round trip per message.
 		for i := 0; i < maxAppendLocked && a.kind == actItem && w.fitsLocked(&a); i++ {
-			w.add(a.it)
+			w.appendFrame(a.it) // never I/O: mu is held
 			a = w.pickLocked()
 		}
 		if a.kind != actNone {
@@ -462,25 +462,31 @@ func (w *writer) fitsLocked(a *action) bool {
 // add places one message that fits in a batch: in the pending FRAME or in
 // a new one; an express message is flushed at once, alone.
 func (w *writer) add(it txItem) {
-	defer it.release()
 	if w.err != nil {
+		it.release()
 		return
 	}
-	s := w.s
-	msg := it.b
-	if w.pending && (it.expr || w.pendRel != it.rel || len(w.buf)-wire.StreamPrefixLen+len(msg) > w.limit()) {
+	if w.pending && (it.expr || w.pendRel != it.rel || len(w.buf)-wire.StreamPrefixLen+len(it.b) > w.limit()) {
 		w.flush()
 	}
+	expr := it.expr
+	w.appendFrame(it)
+	if expr {
+		w.flush()
+	}
+}
+
+// appendFrame appends it to the pending FRAME, starting one when there is
+// none; no I/O. The caller checked that it fits.
+func (w *writer) appendFrame(it txItem) {
+	defer it.release()
 	if !w.pending {
 		sn := w.nextSN(it.rel)
 		w.buf = wire.Frame{Reliable: it.rel, SN: sn}.Append(w.buf[:wire.StreamPrefixLen])
 		w.pending, w.pendRel = true, it.rel
 	}
-	w.buf = append(w.buf, msg...)
-	s.stats.txMsgs.Add(1)
-	if it.expr {
-		w.flush()
-	}
+	w.buf = append(w.buf, it.b...)
+	w.s.stats.txMsgs.Add(1)
 }
 
 func (w *writer) nextSN(reliable bool) uint64 {
