@@ -70,4 +70,5 @@ func BenchmarkRoutePush(b *testing.B) {
 type nopLink struct{}
 
 func (nopLink) send(wire.NetworkMessage, sendOptions) error { return nil }
+func (nopLink) sendShared(*shared, sendOptions) error       { return nil }
 func (nopLink) close()                                      {}

@@ -54,7 +54,9 @@ type Router struct {
 	ctx          context.Context // cancelled by Close
 	cancel       context.CancelFunc
 
-	mu       sync.Mutex
+	// mu guards the tables below. The PUSH path takes it shared (RLock) for a
+	// route-cache hit; everything that changes a table takes it exclusively.
+	mu       sync.RWMutex
 	closed   bool
 	faces    map[uint64]*face
 	nextFace uint64
@@ -272,29 +274,28 @@ func (r *Router) route(f *face, m wire.NetworkMessage, reliable bool) {
 }
 
 // handlePush sends a PUSH to every other face with an intersecting
-// subscriber, each once, with the sender's QoS (§12.3).
+// subscriber, each once, with the sender's QoS (§12.3). The routed PUSH
+// (scope 0, full key) is encoded once and its bytes shared by every
+// transport face (issue 11 item 2; zenohd likewise routes one message
+// value to all faces of a route rather than rebuilding it per face).
 func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
-	r.mu.Lock()
+	r.mu.RLock()
 	if f.closed {
-		r.mu.Unlock()
+		r.mu.RUnlock()
 		return
 	}
 	key, cause := f.resolveCause(m.WireExpr)
 	if cause != "" {
-		r.mu.Unlock()
+		r.mu.RUnlock()
 		r.metrics.droppedInc(cause)
 		f.log.Debug("push: dropped, bad key", "reason", cause, "wire_expr", m.WireExpr.String())
 		return
 	}
-	targets := r.subRoutes[key]
-	if targets == nil {
-		targets = r.matchingFaces(kindSub, key, nil, nil)
-		if len(r.subRoutes) >= maxRouteCache {
-			clear(r.subRoutes)
-		}
-		r.subRoutes[key] = targets
+	targets, ok := r.subRoutes[key]
+	r.mu.RUnlock()
+	if !ok {
+		targets = r.subTargets(key)
 	}
-	r.mu.Unlock()
 	if len(targets) == 0 || len(targets) == 1 && targets[0] == f {
 		r.metrics.droppedInc(dropNoRoute)
 		return
@@ -302,11 +303,42 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 	out := wire.Push{WireExpr: wireKey(key), NetExt: routedExt(m.NetExt), Body: m.Body}
 	o := dataOptions(m.EffectiveQoS())
 	o.Reliable = reliable
+	r.fanout(&out, targets, o, f, nil)
+}
+
+// fanout sends m to every target except from and those skip (if set)
+// excludes, sharing one encoding. It returns how many faces it was handed
+// to (tried) and how many queued it.
+func (r *Router) fanout(m *wire.Push, targets []*face, o sendOptions, from *face, skip func(faceID uint64) bool) (tried, queued int) {
+	sm := shared{m: m}
 	for _, t := range targets {
-		if t != f {
-			t.send(&out, o, "push")
+		if t == from || skip != nil && skip(t.id) {
+			continue
+		}
+		tried++
+		if t.sendShared(&sm, o, "push") {
+			queued++
 		}
 	}
+	r.metrics.pushesRouted(queued)
+	return tried, queued
+}
+
+// subTargets returns the faces a PUSH on key goes to (sender included: the
+// callers skip it), from the route cache, filling it on a miss. The slice is
+// shared by every PUSH on key until the next subscriber change: read only.
+func (r *Router) subTargets(key string) []*face {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.subRoutes[key]; ok {
+		return t
+	}
+	t := r.matchingFaces(kindSub, key, nil, nil)
+	if len(r.subRoutes) >= maxRouteCache {
+		clear(r.subRoutes)
+	}
+	r.subRoutes[key] = t
+	return t
 }
 
 // routedExt keeps QoS and timestamp; the NodeId ext is router↔router only

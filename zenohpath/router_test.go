@@ -494,6 +494,8 @@ func (l *stuckLink) send(m wire.NetworkMessage, o sendOptions) error {
 	return transport.ErrQueueFull
 }
 
+func (l *stuckLink) sendShared(s *shared, o sendOptions) error { return l.send(s.m, o) }
+
 // TestCongestedFace: after one BLOCK send timed out, BLOCK sends to that face
 // are made as DROP (no more waiting) until it drains; drops are counted.
 func TestCongestedFace(t *testing.T) {

@@ -18,6 +18,10 @@ func (l sessionLink) send(m wire.NetworkMessage, o sendOptions) error {
 	return l.s.Send(m, transport.SendOptions{Reliable: o.Reliable, Express: o.Express, Block: o.Block, Priority: o.Priority})
 }
 
+func (l sessionLink) sendShared(m *shared, o sendOptions) error {
+	return l.s.SendEncoded(m.bytes(), transport.SendOptions{Reliable: o.Reliable, Express: o.Express, Block: o.Block, Priority: o.Priority})
+}
+
 func (l sessionLink) close() { _ = l.s.Close(transport.ReasonShutdown) }
 
 // faceHandler delivers a session's messages to its face. For dialled
