@@ -95,6 +95,14 @@ func (r *Router) handleDeclare(f *face, d *wire.Declare) {
 	if f.closed {
 		return
 	}
+	if f.upstream && d.HasInterestID {
+		if fw := f.fwd[d.InterestID]; fw != nil && !fw.future() {
+			r.relayCurrent(f, fw, d) // the answer to a Current-only interest of ours
+			if _, ok := d.Body.(*wire.DeclareFinal); !ok {
+				return
+			}
+		}
+	}
 	switch b := d.Body.(type) {
 	case *wire.DeclareKeyExpr:
 		// The body's scope (if any) is the sender's (pico); Rust always uses 0.
@@ -121,9 +129,8 @@ func (r *Router) handleDeclare(f *face, d *wire.Declare) {
 	case *wire.UndeclareToken:
 		r.undeclareEntity(f, kindTok, b.ID)
 	case *wire.DeclareFinal:
-		if d.HasInterestID && f.upstream && d.InterestID == f.upInterest && !f.readyDone {
-			f.readyDone = true
-			close(f.ready)
+		if d.HasInterestID && f.upstream {
+			r.upstreamFinal(f, d.InterestID)
 		}
 	}
 }
@@ -137,7 +144,10 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 		return
 	}
 	if old := f.ents[k][id]; old != nil {
-		if old.key == key && old.complete == complete {
+		if old.key == key {
+			if old.complete != complete {
+				r.redeclareEntity(old, complete)
+			}
 			return // re-declaration (e.g. the Current reply and a Future one)
 		}
 		r.removeEntity(old)
@@ -166,6 +176,26 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 				r.updateAggregate(in, k)
 			} else {
 				r.declareTo(g, e, nil)
+			}
+		}
+	}
+}
+
+// redeclareEntity changes the complete flag of a queryable: the faces told
+// about it get it declared again under the same id, aggregated
+// declarations follow (updateAggregate). Caller holds r.mu.
+func (r *Router) redeclareEntity(e *entity, complete bool) {
+	e.complete = complete
+	for _, g := range r.sortedFaces() {
+		if g == e.face || g.closed {
+			continue
+		}
+		if g.sent[e.kind][e.gid] {
+			g.send(&wire.Declare{Body: declBody(e.kind, e.gid, e.key, e.complete)}, controlOptions, kindDeclareLabel)
+		}
+		for _, in := range g.sortedInterests() {
+			if in.future() && in.aggregates(e.kind) && in.wants(e.kind, e.key) {
+				r.updateAggregate(in, e.kind)
 			}
 		}
 	}

@@ -94,10 +94,18 @@ type face struct {
 	nextRid    uint32
 	warned     map[string]bool // declaration refusals already logged at WARN, by "what/cause"
 
-	// upstream only: our interest towards it, and ready closed on its DeclareFinal.
-	upInterest uint32
-	ready      chan struct{}
-	readyDone  bool
+	// local: an in-process Session's face. Sessions read subscribers and
+	// queryables from the router's tables (matching status), so only tokens
+	// and DeclareFinal are sent to them in answer to their interests.
+	local bool
+
+	// upstream only: the interests we forwarded to it (upstream.go), by our
+	// id; ready closes when it answered the ones replayed at connect.
+	fwd          map[uint32]*fwdInterest
+	nextFwd      uint32
+	readyPending int
+	ready        chan struct{}
+	readyDone    bool
 }
 
 func newFace(r *Router, l link, zid wire.ZID, w wire.WhatAmI, upstream bool) *face {
@@ -109,8 +117,10 @@ func newFace(r *Router, l link, zid wire.ZID, w wire.WhatAmI, upstream bool) *fa
 		pending:    map[uint32]*query{},
 		originated: map[*query]struct{}{},
 		warned:     map[string]bool{},
+		fwd:        map[uint32]*fwdInterest{},
 		ready:      make(chan struct{}),
 	}
+	_, f.local = l.(*localLink)
 	for k := range f.ents {
 		f.ents[k] = map[uint32]*entity{}
 		f.sent[k] = map[uint32]bool{}

@@ -109,10 +109,12 @@ func (r *Router) handleRequest(f *face, m *wire.Request) {
 // with a complete matching queryable. BestMatching: a face with a complete
 // queryable that includes the whole key if there is one, else every matching
 // face. All: every matching face. Caller holds r.mu.
+// Upstream faces that do not filter key get the query in every case
+// (upstream.go).
 func (r *Router) queryTargets(key string, from *face, t wire.QueryTarget) []*face {
 	switch t {
 	case wire.TargetAllComplete:
-		return r.matchingFaces(kindQbl, key, from, func(e *entity) bool { return e.complete })
+		return r.withUpstream(r.matchingFaces(kindQbl, key, from, func(e *entity) bool { return e.complete }), kindQbl, key, from)
 	case wire.TargetBestMatching:
 		for _, g := range r.sortedFaces() {
 			if g == from {
@@ -125,7 +127,7 @@ func (r *Router) queryTargets(key string, from *face, t wire.QueryTarget) []*fac
 			}
 		}
 	}
-	return r.matchingFaces(kindQbl, key, from, nil)
+	return r.withUpstream(r.matchingFaces(kindQbl, key, from, nil), kindQbl, key, from)
 }
 
 // handleResponse relays a reply to the query's origin under its request id.

@@ -175,8 +175,8 @@ func (r *Router) Faces() []FaceInfo {
 }
 
 // addFace registers a face for link l. For an upstream face it declares every
-// entity of the other (non-upstream) faces and sends our unrestricted
-// CurrentFuture interest (§9.7); f.ready closes on its DeclareFinal.
+// entity of the other (non-upstream) faces and forwards their interests
+// (upstream.go); f.ready closes when it answered them.
 func (r *Router) addFace(l link, zid wire.ZID, w wire.WhatAmI, upstream bool) (*face, bool) {
 	f := newFace(r, l, zid, w, upstream)
 	r.mu.Lock()
@@ -198,11 +198,8 @@ func (r *Router) addFace(l link, zid wire.ZID, w wire.WhatAmI, upstream bool) (*
 				}
 			}
 		}
-		f.upInterest = 1
-		f.send(&wire.Interest{
-			Mode: wire.InterestCurrentFuture, ID: f.upInterest,
-			Options: wire.InterestKeyExprs | wire.InterestSubscribers | wire.InterestQueryables | wire.InterestTokens,
-		}, controlOptions, kindInterestLabel)
+		r.replayTo(f)
+		clear(r.subRoutes) // PUSHes go to an upstream face until its interests filter them
 	}
 	return f, true
 }
@@ -224,7 +221,13 @@ func (r *Router) removeFace(f *face) {
 			r.removeEntity(e)
 		}
 	}
+	for _, in := range f.sortedInterests() {
+		r.unforward(in)
+	}
 	f.interests = map[uint32]*interest{}
+	if f.upstream {
+		r.upstreamGone(f)
+	}
 	var finals []*query
 	for rid, q := range f.pending {
 		delete(f.pending, rid)
@@ -325,7 +328,9 @@ func (r *Router) fanout(m *wire.Push, targets []*face, o sendOptions, from *face
 }
 
 // subTargets returns the faces a PUSH on key goes to (sender included: the
-// callers skip it), from the route cache, filling it on a miss. The slice is
+// callers skip it): those with an intersecting subscriber, and upstream
+// faces that do not filter key (upstream.go); from the route cache, filling
+// it on a miss. The slice is
 // shared by every PUSH on key until the next subscriber change: read only.
 func (r *Router) subTargets(key string) []*face {
 	r.mu.Lock()
@@ -333,7 +338,7 @@ func (r *Router) subTargets(key string) []*face {
 	if t, ok := r.subRoutes[key]; ok {
 		return t
 	}
-	t := r.matchingFaces(kindSub, key, nil, nil)
+	t := r.withUpstream(r.matchingFaces(kindSub, key, nil, nil), kindSub, key, nil)
 	if len(r.subRoutes) >= maxRouteCache {
 		clear(r.subRoutes)
 	}
