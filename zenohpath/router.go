@@ -279,8 +279,12 @@ func (r *Router) route(f *face, m wire.NetworkMessage, reliable bool) {
 // handlePush sends a PUSH to every other face with an intersecting
 // subscriber, each once, with the sender's QoS (§12.3). The routed PUSH
 // (scope 0, full key) is encoded once and its bytes shared by every
-// transport face (issue 11 item 2; zenohd likewise routes one message
-// value to all faces of a route rather than rebuilding it per face).
+// transport face (issue 11 item 2). zenohd caches the route per resource
+// and drops its tables lock before sending, then hands each face a Push
+// with that face's wire expression and a reference-counted clone of the
+// payload, which each face's pipeline serializes into its own batch; since
+// we send every face the same scope-0 key and no NodeId, we can share the
+// encoded bytes themselves.
 func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 	r.mu.RLock()
 	if f.closed {

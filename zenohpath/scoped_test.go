@@ -179,3 +179,37 @@ func TestGoClientsScopedDeclarations(t *testing.T) {
 	require.Equal(t, float64(2*m+1), declares())
 	require.True(t, pubs[2].HasMatchingSubscribers())
 }
+
+// TestSessionMatchingInterests: a session's publisher and querier each send
+// one aggregated matching interest on their key, which the session's router
+// forwards upstream; Undeclare sends its Final (and the upstream entities it
+// tracked are forgotten); Session.HasMatchingQueryables asks once per key.
+func TestSessionMatchingInterests(t *testing.T) {
+	r, _ := newTestRouter(t)
+	up, upL := addUpstream(t, r)
+	s := openInProcess(t, r)
+	pub, err := s.DeclarePublisher("m/pub", PublisherOptions{})
+	require.NoError(t, err)
+	got := upL.take()
+	require.Equal(t, []string{"INTEREST CurrentFuture id=1 opts=K,S,R,A key=m/pub"}, describeAll(got))
+	r.handle(up, &wire.Declare{HasInterestID: true, InterestID: 1, Body: &wire.DeclareSubscriber{ID: 1, WireExpr: wireKey("m/pub")}})
+	r.handle(up, &wire.Declare{HasInterestID: true, InterestID: 1, Body: &wire.DeclareFinal{}})
+	require.True(t, pub.HasMatchingSubscribers())
+	require.NoError(t, pub.Undeclare())
+	require.NoError(t, pub.Undeclare())
+	require.Equal(t, []string{"INTEREST Final id=1"}, describeAll(upL.take()))
+	require.False(t, pub.HasMatchingSubscribers(), "nothing tracks the upstream subscriber any more")
+
+	qr, err := s.DeclareQuerier("m/q/**", nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"INTEREST CurrentFuture id=2 opts=K,Q,R,A key=m/q/**"}, describeAll(upL.take()))
+	require.False(t, qr.HasMatchingQueryables())
+	r.handle(up, &wire.Declare{Body: &wire.DeclareQueryable{ID: 1, WireExpr: wireKey("m/q/**")}})
+	require.True(t, qr.HasMatchingQueryables())
+
+	require.False(t, s.HasMatchingQueryables("m/other"))
+	require.False(t, s.HasMatchingQueryables("m/other"))
+	require.Equal(t, []string{"INTEREST CurrentFuture id=3 opts=K,Q,R,A key=m/other"}, describeAll(upL.take()), "asked once")
+	require.NoError(t, s.Close())
+	require.Equal(t, []string{"INTEREST Final id=2", "INTEREST Final id=3"}, describeAll(upL.take()))
+}
