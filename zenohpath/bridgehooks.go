@@ -202,7 +202,8 @@ func (s *Session) PublishRemote(key string, payload []byte, opts *PutOptions, sk
 	if opts == nil {
 		opts = &PutOptions{}
 	}
-	m := &wire.Push{WireExpr: wireKey(k), Body: newPut(payload, opts.Attachment, opts.Encoding, opts.Timestamp)}
+	sm := sharedPush(wire.Push{WireExpr: wireKey(k), Body: newPut(payload, opts.Attachment, opts.Encoding, opts.Timestamp)})
+	m := &sm.push
 	m.QoS, m.HasQoS = qosOf(opts.Priority, opts.CongestionControl, opts.Express)
 	r, from := s.r, s.face
 	r.mu.RLock()
@@ -214,6 +215,6 @@ func (s *Session) PublishRemote(key string, payload []byte, opts *PutOptions, sk
 	targets := r.subTargets(k)
 	o := dataOptions(m.EffectiveQoS())
 	o.Reliable = opts.Reliability == ReliabilityReliable
-	n, _ := r.fanout(m, targets, o, from, skip)
+	n, _ := r.fanout(sm, targets, o, from, skip)
 	return n, nil
 }

@@ -31,6 +31,16 @@ type link interface {
 type shared struct {
 	m wire.NetworkMessage
 	b []byte
+	// push holds m when the router built the PUSH itself (one allocation
+	// for both, sharedPush).
+	push wire.Push
+}
+
+// sharedPush wraps a routed PUSH for fan-out.
+func sharedPush(p wire.Push) *shared {
+	s := &shared{push: p}
+	s.m = &s.push
+	return s
 }
 
 // bytes is the encoding of s.m (wire bytes of one network message). The

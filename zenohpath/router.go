@@ -307,23 +307,21 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 		r.metrics.droppedInc(dropNoRoute)
 		return
 	}
-	out := wire.Push{WireExpr: wireKey(key), NetExt: routedExt(m.NetExt), Body: m.Body}
 	o := dataOptions(m.EffectiveQoS())
 	o.Reliable = reliable
-	r.fanout(&out, targets, o, f, nil)
+	r.fanout(sharedPush(wire.Push{WireExpr: wireKey(key), NetExt: routedExt(m.NetExt), Body: m.Body}), targets, o, f, nil)
 }
 
 // fanout sends m to every target except from and those skip (if set)
 // excludes, sharing one encoding. It returns how many faces it was handed
 // to (tried) and how many queued it.
-func (r *Router) fanout(m *wire.Push, targets []*face, o sendOptions, from *face, skip func(faceID uint64) bool) (tried, queued int) {
-	sm := shared{m: m}
+func (r *Router) fanout(sm *shared, targets []*face, o sendOptions, from *face, skip func(faceID uint64) bool) (tried, queued int) {
 	for _, t := range targets {
 		if t == from || skip != nil && skip(t.id) {
 			continue
 		}
 		tried++
-		if t.sendShared(&sm, o, "push") {
+		if t.sendShared(sm, o, "push") {
 			queued++
 		}
 	}
