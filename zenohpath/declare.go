@@ -165,7 +165,9 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 			continue
 		}
 		if g.upstream && !f.upstream {
-			r.declareTo(g, e, nil)
+			if g.zid != f.zid { // not back to the node it came from
+				r.declareTo(g, e, nil)
+			}
 			continue
 		}
 		for _, in := range g.sortedInterests() {

@@ -193,7 +193,7 @@ func (r *Router) addFace(l link, zid wire.ZID, w wire.WhatAmI, upstream bool) (*
 	if upstream {
 		for k := range r.ents {
 			for _, e := range sortedEntities(r.ents[k]) {
-				if !e.face.upstream {
+				if !e.face.upstream && e.face.zid != zid {
 					r.declareTo(f, e, nil)
 				}
 			}

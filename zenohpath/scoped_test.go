@@ -213,3 +213,22 @@ func TestSessionMatchingInterests(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.Equal(t, []string{"INTEREST Final id=2", "INTEREST Final id=3"}, describeAll(upL.take()))
 }
+
+// TestUpstreamSameNode: when a node is both an upstream face and an
+// accepted face (two peers that dial each other), what arrives on one is
+// not declared or forwarded back on the other.
+func TestUpstreamSameNode(t *testing.T) {
+	r, _ := newTestRouter(t)
+	zid := RandomZID()
+	upL := &fakeLink{}
+	up, ok := r.addFace(upL, zid, wire.WhatAmIPeer, true)
+	require.True(t, ok)
+	<-up.ready
+	back, _ := r.addFace(&fakeLink{}, zid, wire.WhatAmIPeer, false)
+	r.handle(back, declSub(1, "loop/**"))
+	r.handle(back, tokInterest(wire.InterestFuture, 1, "loop/**"))
+	require.Empty(t, upL.take())
+	other, _ := addTestFace(t, r, wire.WhatAmIClient)
+	r.handle(other, declSub(1, "x"))
+	require.Equal(t, []string{"DECLARE D_SUB key=x"}, describeAll(upL.take()))
+}

@@ -145,11 +145,15 @@ func (r *Router) forwardAll(in *interest) bool {
 	if in.face.upstream {
 		return false
 	}
-	ups := r.upstreamFaces()
-	for _, g := range ups {
+	sent := false
+	for _, g := range r.upstreamFaces() {
+		if g.zid == in.face.zid {
+			continue // the same node on both sides (peers that dial each other): no loop
+		}
 		r.forward(g, in, in.mode, true)
+		sent = true
 	}
-	return len(ups) > 0
+	return sent
 }
 
 // unforward withdraws the forwarded copies of in (its origin sent Final or
@@ -199,7 +203,7 @@ func (r *Router) pruneUpstream(g *face, fw *fwdInterest) {
 // r.mu.
 func (r *Router) replayTo(g *face) {
 	for _, f := range r.sortedFaces() {
-		if f.upstream || f.closed {
+		if f.upstream || f.closed || f.zid == g.zid {
 			continue
 		}
 		for _, in := range f.sortedInterests() {
