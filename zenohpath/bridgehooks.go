@@ -212,7 +212,7 @@ func (s *Session) PublishRemote(key string, payload []byte, opts *PutOptions, sk
 	if closed {
 		return 0, ErrClosed
 	}
-	targets := r.subTargets(k)
+	targets := r.subTargets(k).targets(from)
 	o := dataOptions(m.EffectiveQoS())
 	o.Reliable = opts.Reliability == ReliabilityReliable
 	n, _ := r.fanout(sm, targets, o, from, skip)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,10 +63,10 @@ type Router struct {
 	nextFace uint64
 	ents     [numKinds]map[uint32]*entity // by gid
 	nextGID  uint32
-	// subRoutes caches, per PUSH key, the faces with an intersecting
+	// subRoutes caches, per PUSH key, the route (subRoute): the faces with an intersecting
 	// subscriber (all faces; the sender is skipped when routing). Cleared on
 	// every subscriber change; bounded by maxRouteCache entries.
-	subRoutes map[string][]*face
+	subRoutes map[string]*subRoute
 
 	wg        sync.WaitGroup // goroutines owned by the router (listeners, dialers)
 	closers   []func()       // run by Close (listeners, upstream sessions)
@@ -93,7 +94,7 @@ func NewRouter(cfg RouterConfig) *Router {
 		dialWhatAmI:  cfg.DialAs,
 		tcfg:         cfg.Transport,
 		faces:        map[uint64]*face{},
-		subRoutes:    map[string][]*face{},
+		subRoutes:    map[string]*subRoute{},
 		done:         make(chan struct{}),
 	}
 	if r.dialWhatAmI == wire.WhatAmIRouter {
@@ -298,11 +299,12 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 		f.log.Debug("push: dropped, bad key", "reason", cause, "wire_expr", m.WireExpr.String())
 		return
 	}
-	targets, ok := r.subRoutes[key]
+	rt := r.subRoutes[key]
 	r.mu.RUnlock()
-	if !ok {
-		targets = r.subTargets(key)
+	if rt == nil {
+		rt = r.subTargets(key)
 	}
+	targets := rt.targets(f)
 	if len(targets) == 0 || len(targets) == 1 && targets[0] == f {
 		r.metrics.droppedInc(dropNoRoute)
 		return
@@ -329,23 +331,44 @@ func (r *Router) fanout(sm *shared, targets []*face, o sendOptions, from *face, 
 	return tried, queued
 }
 
-// subTargets returns the faces a PUSH on key goes to (sender included: the
-// callers skip it): those with an intersecting subscriber, and upstream
-// faces that do not filter key (upstream.go); from the route cache, filling
-// it on a miss. The slice is
-// shared by every PUSH on key until the next subscriber change: read only.
-func (r *Router) subTargets(key string) []*face {
+// subRoute is the cached route of a PUSH key. Its slices are shared by
+// every PUSH on the key until the next change of subscribers or upstream
+// interests: read only.
+type subRoute struct {
+	// matched: the faces with an intersecting subscriber (sender included:
+	// callers skip it).
+	matched []*face
+	// all: matched plus the upstream faces that do not filter the key
+	// (upstream.go), where a PUSH from one of our own faces also goes.
+	all []*face
+}
+
+// targets is where a PUSH from f goes: one that came from an upstream face
+// goes to another upstream face only if that one declared a subscriber, so
+// that routers reachable through two upstreams do not get each other's
+// traffic back through us.
+func (rt *subRoute) targets(from *face) []*face {
+	if from.upstream {
+		return rt.matched
+	}
+	return rt.all
+}
+
+// subTargets returns the route of a PUSH on key from the route cache,
+// filling it on a miss.
+func (r *Router) subTargets(key string) *subRoute {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if t, ok := r.subRoutes[key]; ok {
-		return t
+	if rt := r.subRoutes[key]; rt != nil {
+		return rt
 	}
-	t := r.withUpstream(r.matchingFaces(kindSub, key, nil, nil), kindSub, key, nil)
+	m := r.matchingFaces(kindSub, key, nil, nil)
+	rt := &subRoute{matched: m, all: r.withUpstream(slices.Clip(m), kindSub, key, nil)}
 	if len(r.subRoutes) >= maxRouteCache {
 		clear(r.subRoutes)
 	}
-	r.subRoutes[key] = t
-	return t
+	r.subRoutes[key] = rt
+	return rt
 }
 
 // routedExt keeps QoS and timestamp; the NodeId ext is router↔router only

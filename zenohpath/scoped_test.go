@@ -232,3 +232,25 @@ func TestUpstreamSameNode(t *testing.T) {
 	r.handle(other, declSub(1, "x"))
 	require.Equal(t, []string{"DECLARE D_SUB key=x"}, describeAll(upL.take()))
 }
+
+// TestUpstreamToUpstream: what arrives from one upstream face reaches
+// another only where that one declared a match; what our own faces send
+// goes to both.
+func TestUpstreamToUpstream(t *testing.T) {
+	r, _ := newTestRouter(t)
+	up1, up1L := addUpstream(t, r)
+	_, up2L := addUpstream(t, r)
+	a, aL := addTestFace(t, r, wire.WhatAmIClient)
+	r.handle(a, declSub(1, "u/**"))
+	up1L.take()
+	up2L.take()
+	r.handle(up1, push("u/1", "from up1"))
+	require.Equal(t, []string{`PUSH key=u/1 PUT "from up1"`}, describeAll(aL.take()))
+	require.Empty(t, up2L.take())
+	r.handle(up1, &wire.Request{ID: 1, WireExpr: wireKey("u/1"), Body: &wire.Query{}})
+	require.Empty(t, up2L.take())
+	require.Equal(t, []string{"RESPONSE_FINAL rid=1"}, describeAll(up1L.take()))
+	r.handle(a, push("v/1", "from a"))
+	require.Equal(t, []string{`PUSH key=v/1 PUT "from a"`}, describeAll(up1L.take()))
+	require.Equal(t, []string{`PUSH key=v/1 PUT "from a"`}, describeAll(up2L.take()))
+}
