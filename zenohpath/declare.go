@@ -51,7 +51,8 @@ type entity struct {
 	id       uint32 // the declaring face's id
 	gid      uint32 // router-wide id, used when declaring it to other faces
 	key      string
-	complete bool // queryables
+	complete bool    // queryables
+	told     []*face // faces it was declared to for the future (face.sent)
 }
 
 func sortedEntities(m map[uint32]*entity) []*entity {
@@ -160,7 +161,7 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 	f.ents[k][id] = e
 	r.ents[k][e.gid] = e
 	f.log.Debug("declared", "kind", k, "id", id, "key", key)
-	for _, g := range r.sortedFaces() {
+	for _, g := range r.sortedWatchers() {
 		if g == f || g.closed {
 			continue
 		}
@@ -188,12 +189,14 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 // declarations follow (updateAggregate). Caller holds r.mu.
 func (r *Router) redeclareEntity(e *entity, complete bool) {
 	e.complete = complete
-	for _, g := range r.sortedFaces() {
+	for _, g := range e.told {
+		if !g.closed && g.sent[e.kind][e.gid] {
+			g.send(&wire.Declare{Body: declBody(e.kind, e.gid, e.key, e.complete)}, controlOptions, kindDeclareLabel)
+		}
+	}
+	for _, g := range r.sortedWatchers() {
 		if g == e.face || g.closed {
 			continue
-		}
-		if g.sent[e.kind][e.gid] {
-			g.send(&wire.Declare{Body: declBody(e.kind, e.gid, e.key, e.complete)}, controlOptions, kindDeclareLabel)
 		}
 		for _, in := range g.sortedInterests() {
 			if in.future() && in.aggregates(e.kind) && in.wants(e.kind, e.key) {
@@ -218,13 +221,16 @@ func (r *Router) removeEntity(e *entity) {
 	if e.kind == kindSub {
 		clear(r.subRoutes)
 	}
-	for _, g := range r.sortedFaces() {
-		if g == e.face || g.closed {
-			continue
-		}
-		if g.sent[e.kind][e.gid] {
+	for _, g := range e.told {
+		if !g.closed && g.sent[e.kind][e.gid] {
 			delete(g.sent[e.kind], e.gid)
 			g.send(&wire.Declare{Body: undeclBody(e.kind, e.gid)}, controlOptions, kindDeclareLabel)
+		}
+	}
+	e.told = nil
+	for _, g := range r.sortedWatchers() {
+		if g == e.face || g.closed {
+			continue
 		}
 		for _, in := range g.sortedInterests() {
 			if in.future() && in.aggregates(e.kind) && in.wants(e.kind, e.key) {
@@ -245,9 +251,42 @@ func (r *Router) declareTo(g *face, e *entity, iid *uint32) {
 		if g.sent[e.kind][e.gid] {
 			return
 		}
-		g.sent[e.kind][e.gid] = true
+		g.markTold(e)
 	}
 	g.send(d, controlOptions, kindDeclareLabel)
+}
+
+// markTold records that g was told about e for the future (it is to hear
+// e's undeclaration and re-declarations). Caller holds r.mu.
+func (g *face) markTold(e *entity) {
+	if !g.sent[e.kind][e.gid] {
+		g.sent[e.kind][e.gid] = true
+		e.told = append(e.told, g)
+	}
+}
+
+// sortedWatchers returns, in creation order, the faces that may have to
+// hear of a declaration: upstream faces and faces holding a Future
+// interest. A plain device face (pico's subscribers, no interest) is never
+// visited, so a declaration costs O(interested faces), not O(faces).
+// Caller holds r.mu.
+func (r *Router) sortedWatchers() []*face {
+	out := make([]*face, 0, len(r.watchers))
+	for _, f := range r.watchers {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// updateWatcher keeps f's membership of r.watchers in step with its
+// interests. Caller holds r.mu.
+func (r *Router) updateWatcher(f *face) {
+	if !f.closed && (f.upstream || len(f.interests) > 0) {
+		r.watchers[f.id] = f
+	} else {
+		delete(r.watchers, f.id)
+	}
 }
 
 // sortedFaces returns the open faces in creation order (deterministic output).

@@ -54,6 +54,7 @@ func TestFleetSmoke(t *testing.T) {
 	addr := ln.Addr().String()
 
 	heap0 := heapInUse()
+	t0 := time.Now()
 	subs := make([]*picoLike, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -79,6 +80,7 @@ func TestFleetSmoke(t *testing.T) {
 		}
 	}()
 	require.Eventually(t, func() bool { return countSubs(r) == n }, 15*time.Second, time.Millisecond)
+	t.Logf("%d sessions connected and subscribed in %v", n, time.Since(t0).Round(time.Millisecond))
 	heap1 := heapInUse()
 	perSession := float64(heap1-heap0) / n
 	t.Logf("idle heap per session: %.0f B (%d sessions, %.1f MB; bound %d B)", perSession, n, float64(heap1-heap0)/1e6, maxIdleHeapPerSession)

@@ -74,6 +74,7 @@ func (r *Router) handleInterest(f *face, m *wire.Interest) {
 	if old := f.interests[m.ID]; old != nil {
 		r.unforward(old)
 		delete(f.interests, m.ID)
+		r.updateWatcher(f)
 	}
 	if m.Mode == wire.InterestFinal {
 		return
@@ -91,6 +92,7 @@ func (r *Router) handleInterest(f *face, m *wire.Interest) {
 	current := m.Mode == wire.InterestCurrent || m.Mode == wire.InterestCurrentFuture
 	if valid && in.future() {
 		f.interests[m.ID] = in
+		r.updateWatcher(f)
 	}
 	forwarded := valid && r.forwardAll(in)
 	if current {
@@ -146,7 +148,7 @@ func (r *Router) replyCurrent(in *interest, skipUpstream bool) {
 				continue
 			}
 			if in.future() {
-				f.sent[k][e.gid] = true
+				f.markTold(e)
 			}
 			r.declareTo(f, e, &iid)
 		}

@@ -61,6 +61,8 @@ type Router struct {
 	closed   bool
 	faces    map[uint64]*face
 	nextFace uint64
+	// watchers are the faces declarations may concern (sortedWatchers).
+	watchers map[uint64]*face
 	ents     [numKinds]map[uint32]*entity // by gid
 	nextGID  uint32
 	// subRoutes caches, per PUSH key, the route (subRoute): the faces with an intersecting
@@ -94,6 +96,7 @@ func NewRouter(cfg RouterConfig) *Router {
 		dialWhatAmI:  cfg.DialAs,
 		tcfg:         cfg.Transport,
 		faces:        map[uint64]*face{},
+		watchers:     map[uint64]*face{},
 		subRoutes:    map[string]*subRoute{},
 		done:         make(chan struct{}),
 	}
@@ -189,6 +192,7 @@ func (r *Router) addFace(l link, zid wire.ZID, w wire.WhatAmI, upstream bool) (*
 	f.id = r.nextFace
 	f.log = r.log.With("face", f.id, "zid", zid.String(), "whatami", w.String())
 	r.faces[f.id] = f
+	r.updateWatcher(f)
 	r.metrics.faceAdded(1)
 	f.log.Info("face opened", "upstream", upstream)
 	if upstream {
@@ -216,10 +220,18 @@ func (r *Router) removeFace(f *face) {
 	}
 	f.closed = true
 	delete(r.faces, f.id)
+	delete(r.watchers, f.id)
 	r.metrics.faceAdded(-1)
 	for k := range f.ents {
 		for _, e := range sortedEntities(f.ents[k]) {
 			r.removeEntity(e)
+		}
+	}
+	for k := range f.sent {
+		for gid := range f.sent[k] {
+			if e := r.ents[k][gid]; e != nil {
+				e.told = slices.DeleteFunc(e.told, func(g *face) bool { return g == f })
+			}
 		}
 	}
 	for _, in := range f.sortedInterests() {

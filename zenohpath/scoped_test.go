@@ -254,3 +254,23 @@ func TestUpstreamToUpstream(t *testing.T) {
 	require.Equal(t, []string{`PUSH key=v/1 PUT "from a"`}, describeAll(up1L.take()))
 	require.Equal(t, []string{`PUSH key=v/1 PUT "from a"`}, describeAll(up2L.take()))
 }
+
+// TestToldForgetsClosedFaces: an entity keeps no reference to a face that
+// was told about it and closed (no growth under churn of interested faces).
+func TestToldForgetsClosedFaces(t *testing.T) {
+	r, _ := newTestRouter(t)
+	a, _ := addTestFace(t, r, wire.WhatAmIClient)
+	r.handle(a, declTok(1, "c/a"))
+	for range 10 {
+		b, bL := addTestFace(t, r, wire.WhatAmIClient)
+		r.handle(b, tokInterest(wire.InterestCurrentFuture, 1, "c/**"))
+		require.Equal(t, []string{"DECLARE I=1 D_TOKEN key=c/a", "DECLARE I=1 FINAL"}, describeAll(bL.take()))
+		r.removeFace(b)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range a.ents[kindTok] {
+		require.Empty(t, e.told)
+	}
+	require.Empty(t, r.watchers)
+}
