@@ -18,7 +18,8 @@ const fanoutPayload = 1500
 
 // BenchmarkFanout measures the router's PUSH fan-out: one in-process
 // publisher, N faces subscribed to its key, 1500 B samples. ns/delivery is
-// the wall time per (sample, face) pair, allocs/op are per sample.
+// the wall time per (sample, face) pair (deliveries/s its inverse), allocs/op
+// are per sample.
 //
 //   - link=count: faces whose link only counts what it is handed (the
 //     routing path alone: matching, encoding, hand-off);
@@ -60,7 +61,13 @@ func benchFanoutCount(b *testing.B, n int) {
 		got += l.n.Load()
 	}
 	require.Equal(b, int64(b.N)*int64(n), got)
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*int64(n)), "ns/delivery")
+	reportDeliveries(b, int64(b.N)*int64(n))
+}
+
+// reportDeliveries reports ns/delivery and deliveries/s for want deliveries.
+func reportDeliveries(b *testing.B, want int64) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(want), "ns/delivery")
+	b.ReportMetric(float64(want)/b.Elapsed().Seconds(), "deliveries/s")
 }
 
 func benchFanoutTCP(b *testing.B, n int) {
@@ -111,7 +118,7 @@ func benchFanoutTCP(b *testing.B, n int) {
 		time.Sleep(100 * time.Microsecond)
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(want), "ns/delivery")
+	reportDeliveries(b, want)
 }
 
 // countSubs counts the subscribers the router knows.
