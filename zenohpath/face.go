@@ -92,6 +92,8 @@ type face struct {
 	// DROP so that one stuck face costs the router one block timeout per
 	// episode, not one per message (architecture invariant 1).
 	congested atomic.Bool
+	// declsSent counts the DECLARE messages queued to the face (FaceInfo).
+	declsSent atomic.Int64
 
 	closed     bool
 	remoteKeys map[uint16]string            // key ids the peer declared (resolve M=1 from it)
@@ -195,6 +197,9 @@ func (f *face) send(m wire.NetworkMessage, o sendOptions, kind string) {
 	}
 	if f.sent1(f.link.send(m, o), kind) {
 		f.r.metrics.routedInc(kind)
+		if kind == kindDeclareLabel {
+			f.declsSent.Add(1)
+		}
 	}
 }
 

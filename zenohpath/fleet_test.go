@@ -116,6 +116,14 @@ func TestFleetSmoke(t *testing.T) {
 	}
 	require.Equal(t, int64(1), pub.declares.Load()-pub.finals.Load(), "the publisher's aggregated subscriber")
 	require.Equal(t, 2.0, testutil.ToFloat64(met.routed.WithLabelValues(kindDeclareLabel)))
+	var told int64
+	for _, f := range r.Faces() {
+		told += f.DeclarationsSent
+		if f.DeclarationsSent != 0 {
+			require.Equal(t, int64(2), f.DeclarationsSent, "face %d", f.ID)
+		}
+	}
+	require.Equal(t, int64(2), told, "only the publisher's face was sent declarations")
 	require.Equal(t, float64(n*k), testutil.ToFloat64(met.routed.WithLabelValues("push")))
 	require.Zero(t, testutil.ToFloat64(met.dropped.WithLabelValues(dropQueueFull))+testutil.ToFloat64(met.dropped.WithLabelValues(dropCongestion)))
 

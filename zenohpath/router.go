@@ -161,6 +161,9 @@ type FaceInfo struct {
 	Tokens      int    `json:"tokens"`
 	Interests   int    `json:"interests"`
 	Pending     int    `json:"pending_queries"`
+	// DeclarationsSent counts the DECLARE messages (declarations,
+	// undeclarations, DeclareFinal) the router queued to the face.
+	DeclarationsSent int64 `json:"declarations_sent"`
 }
 
 // Faces lists the open faces.
@@ -172,7 +175,7 @@ func (r *Router) Faces() []FaceInfo {
 		out = append(out, FaceInfo{
 			ID: f.id, ZID: f.zid.String(), WhatAmI: f.whatami.String(), Upstream: f.upstream,
 			Subscribers: len(f.ents[kindSub]), Queryables: len(f.ents[kindQbl]), Tokens: len(f.ents[kindTok]),
-			Interests: len(f.interests), Pending: len(f.pending),
+			Interests: len(f.interests), Pending: len(f.pending), DeclarationsSent: f.declsSent.Load(),
 		})
 	}
 	return out

@@ -161,6 +161,11 @@ func TestGoClientsScopedDeclarations(t *testing.T) {
 	declares := func() float64 { return testutil.ToFloat64(met.routed.WithLabelValues(kindDeclareLabel)) }
 	require.Eventually(t, func() bool { return declares() == 2*m }, 5*time.Second, time.Millisecond)
 	require.Zero(t, testutil.ToFloat64(met.routed.WithLabelValues(kindInterestLabel)), "a router without upstream asks nothing")
+	faces := r.Faces()
+	require.Len(t, faces, m)
+	for _, f := range faces {
+		require.Equal(t, int64(2), f.DeclarationsSent, "face %d (%s): one D_SUB and one DeclareFinal", f.ID, f.ZID)
+	}
 	for i, s := range sessions {
 		fs := s.Router().Faces()
 		require.Len(t, fs, 2, "session %d: its own face and the upstream", i)
