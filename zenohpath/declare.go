@@ -160,6 +160,7 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 	}
 	f.ents[k][id] = e
 	r.ents[k][e.gid] = e
+	r.idx[k].add(e)
 	f.log.Debug("declared", "kind", k, "id", id, "key", key)
 	for _, g := range r.sortedWatchers() {
 		if g == f || g.closed {
@@ -218,6 +219,7 @@ func (r *Router) undeclareEntity(f *face, k kind, id uint32) {
 func (r *Router) removeEntity(e *entity) {
 	delete(e.face.ents[e.kind], e.id)
 	delete(r.ents[e.kind], e.gid)
+	r.idx[e.kind].remove(e)
 	if e.kind == kindSub {
 		clear(r.subRoutes)
 	}
@@ -304,16 +306,15 @@ func (r *Router) sortedFaces() []*face {
 // intersects key (key "" = any). complete reports whether one of them is a
 // complete queryable. Caller holds r.mu.
 func (r *Router) anyMatch(k kind, key string, f *face) (found, complete bool) {
-	for _, e := range r.ents[k] {
+	r.eachCandidate(k, key, func(e *entity) bool {
 		if e.face == f || e.face.closed {
-			continue
+			return true
 		}
 		if key == "" || keyexpr.Intersects(e.key, key) {
 			found = true
-			if e.complete {
-				complete = true
-			}
+			complete = complete || e.complete
 		}
-	}
+		return !found || k == kindQbl && !complete // stop once the answer cannot change
+	})
 	return found, complete
 }

@@ -122,12 +122,13 @@ func (r *Router) replyCurrent(in *interest, skipUpstream bool) {
 		}
 		if in.aggregates(k) {
 			found, complete := false, false
-			for _, e := range r.ents[k] {
+			r.eachCandidate(k, in.key, func(e *entity) bool {
 				if !skip(e) && keyexpr.Intersects(e.key, in.key) {
 					found = true
 					complete = complete || e.complete
 				}
-			}
+				return !found || k == kindQbl && !complete
+			})
 			if !found {
 				continue
 			}
@@ -143,7 +144,7 @@ func (r *Router) replyCurrent(in *interest, skipUpstream bool) {
 				controlOptions, kindDeclareLabel)
 			continue
 		}
-		for _, e := range sortedEntities(r.ents[k]) {
+		for _, e := range r.candidates(k, in.key) {
 			if skip(e) || !in.wants(k, e.key) {
 				continue
 			}

@@ -64,6 +64,7 @@ type Router struct {
 	// watchers are the faces declarations may concern (sortedWatchers).
 	watchers map[uint64]*face
 	ents     [numKinds]map[uint32]*entity // by gid
+	idx      [numKinds]entIndex           // the same, by key (entindex.go)
 	nextGID  uint32
 	// subRoutes caches, per PUSH key, the route (subRoute): the faces with an intersecting
 	// subscriber (all faces; the sender is skipped when routing). Cleared on
@@ -106,6 +107,7 @@ func NewRouter(cfg RouterConfig) *Router {
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for k := range r.ents {
 		r.ents[k] = map[uint32]*entity{}
+		r.idx[k] = newEntIndex()
 	}
 	return r
 }
