@@ -397,19 +397,24 @@ func routedExt(x wire.NetExt) wire.NetExt {
 
 // matchingFaces returns the faces other than from that hold an entity of kind
 // k whose key intersects key (each once). pred, if set, filters entities.
-// Caller holds r.mu.
+// It visits the candidates of the key index, not every face. Caller holds
+// r.mu.
 func (r *Router) matchingFaces(k kind, key string, from *face, pred func(*entity) bool) []*face {
 	out := []*face{} // non-nil: an empty result is cached too
-	for _, g := range r.faces {
-		if g == from || g.closed {
-			continue
+	var seen map[*face]struct{}
+	r.eachCandidate(k, key, func(e *entity) bool {
+		g := e.face
+		if g == from || g.closed || pred != nil && !pred(e) || !keyexpr.Intersects(e.key, key) {
+			return true
 		}
-		for _, e := range g.ents[k] {
-			if (pred == nil || pred(e)) && keyexpr.Intersects(e.key, key) {
-				out = append(out, g)
-				break
-			}
+		if seen == nil {
+			seen = map[*face]struct{}{}
 		}
-	}
+		if _, ok := seen[g]; !ok {
+			seen[g] = struct{}{}
+			out = append(out, g)
+		}
+		return true
+	})
 	return out
 }
