@@ -162,25 +162,22 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 	r.ents[k][e.gid] = e
 	r.idx[k].add(e)
 	f.log.Debug("declared", "kind", k, "id", id, "key", key)
-	for _, g := range r.sortedWatchers() {
-		if g == f || g.closed {
-			continue
-		}
-		if g.upstream && !f.upstream {
-			if g.zid != f.zid { // not back to the node it came from
+	if !f.upstream {
+		for _, g := range r.sortedUpstreams() {
+			if g != f && !g.closed && g.zid != f.zid { // not back to the node it came from
 				r.declareTo(g, e, nil)
 			}
+		}
+	}
+	for _, in := range r.interestsFor(key) {
+		g := in.face
+		if g == f || g.closed || g.upstream && !f.upstream || !in.wants(k, key) {
 			continue
 		}
-		for _, in := range g.sortedInterests() {
-			if !in.future() || !in.wants(k, key) {
-				continue
-			}
-			if in.aggregates(k) {
-				r.updateAggregate(in, k)
-			} else {
-				r.declareTo(g, e, nil)
-			}
+		if in.aggregates(k) {
+			r.updateAggregate(in, k)
+		} else {
+			r.declareTo(g, e, nil)
 		}
 	}
 }
@@ -195,16 +192,7 @@ func (r *Router) redeclareEntity(e *entity, complete bool) {
 			g.send(&wire.Declare{Body: declBody(e.kind, e.gid, e.key, e.complete)}, controlOptions, kindDeclareLabel)
 		}
 	}
-	for _, g := range r.sortedWatchers() {
-		if g == e.face || g.closed {
-			continue
-		}
-		for _, in := range g.sortedInterests() {
-			if in.future() && in.aggregates(e.kind) && in.wants(e.kind, e.key) {
-				r.updateAggregate(in, e.kind)
-			}
-		}
-	}
+	r.updateAggregates(e)
 }
 
 // undeclareEntity removes an entity of f by its id. Caller holds r.mu.
@@ -230,16 +218,7 @@ func (r *Router) removeEntity(e *entity) {
 		}
 	}
 	e.told = nil
-	for _, g := range r.sortedWatchers() {
-		if g == e.face || g.closed {
-			continue
-		}
-		for _, in := range g.sortedInterests() {
-			if in.future() && in.aggregates(e.kind) && in.wants(e.kind, e.key) {
-				r.updateAggregate(in, e.kind)
-			}
-		}
-	}
+	r.updateAggregates(e)
 }
 
 // declareTo declares e to g: as a reply to interest iid when iid != nil
@@ -267,28 +246,31 @@ func (g *face) markTold(e *entity) {
 	}
 }
 
-// sortedWatchers returns, in creation order, the faces that may have to
-// hear of a declaration: upstream faces and faces holding a Future
-// interest. A plain device face (pico's subscribers, no interest) is never
-// visited, so a declaration costs O(interested faces), not O(faces).
-// Caller holds r.mu.
-func (r *Router) sortedWatchers() []*face {
-	out := make([]*face, 0, len(r.watchers))
-	for _, f := range r.watchers {
+// updateAggregates brings the aggregated declarations that e's key
+// concerns up to date (after e appeared, changed or left). Caller holds
+// r.mu.
+func (r *Router) updateAggregates(e *entity) {
+	for _, in := range r.interestsFor(e.key) {
+		g := in.face
+		if g == e.face || g.closed || !in.aggregates(e.kind) || !in.wants(e.kind, e.key) {
+			continue
+		}
+		r.updateAggregate(in, e.kind)
+	}
+}
+
+// sortedUpstreams returns the upstream faces in creation order. Caller
+// holds r.mu.
+func (r *Router) sortedUpstreams() []*face {
+	if len(r.ups) == 0 {
+		return nil
+	}
+	out := make([]*face, 0, len(r.ups))
+	for _, f := range r.ups {
 		out = append(out, f)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
-}
-
-// updateWatcher keeps f's membership of r.watchers in step with its
-// interests. Caller holds r.mu.
-func (r *Router) updateWatcher(f *face) {
-	if !f.closed && (f.upstream || len(f.interests) > 0) {
-		r.watchers[f.id] = f
-	} else {
-		delete(r.watchers, f.id)
-	}
 }
 
 // sortedFaces returns the open faces in creation order (deterministic output).

@@ -89,3 +89,71 @@ func (r *Router) eachCandidate(k kind, key string, fn func(*entity) bool) {
 		}
 	}
 }
+
+// intIndex indexes the Future interests of every face by key, for the
+// same reason as entIndex: a declaration on a key without '*' visits the
+// interests on that exact key and the wildcard or unrestricted ones, not
+// every interest of every face.
+type intIndex struct {
+	exact map[string]map[*interest]struct{}
+	wild  map[*interest]struct{} // wildcard keys and unrestricted ("")
+}
+
+func newIntIndex() intIndex {
+	return intIndex{exact: map[string]map[*interest]struct{}{}, wild: map[*interest]struct{}{}}
+}
+
+func (x *intIndex) add(in *interest) {
+	if in.key == "" || isWild(in.key) {
+		x.wild[in] = struct{}{}
+		return
+	}
+	m := x.exact[in.key]
+	if m == nil {
+		m = map[*interest]struct{}{}
+		x.exact[in.key] = m
+	}
+	m[in] = struct{}{}
+}
+
+func (x *intIndex) remove(in *interest) {
+	if in.key == "" || isWild(in.key) {
+		delete(x.wild, in)
+		return
+	}
+	if m := x.exact[in.key]; m != nil {
+		delete(m, in)
+		if len(m) == 0 {
+			delete(x.exact, in.key)
+		}
+	}
+}
+
+// interestsFor returns the Future interests that may cover an entity on
+// key, ordered by face then interest id (deterministic output); the caller
+// still checks in.wants. Caller holds r.mu.
+func (r *Router) interestsFor(key string) []*interest {
+	x := &r.ints
+	var out []*interest
+	if isWild(key) {
+		for _, m := range x.exact {
+			for in := range m {
+				out = append(out, in)
+			}
+		}
+	} else {
+		for in := range x.exact[key] {
+			out = append(out, in)
+		}
+	}
+	for in := range x.wild {
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].face.id != out[j].face.id {
+			return out[i].face.id < out[j].face.id
+		}
+		return out[i].id < out[j].id
+	})
+	return out
+}

@@ -119,8 +119,8 @@ func FuzzUpstreamHandle(f *testing.F) {
 		r.removeFace(up)
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if len(r.watchers) != 0 || len(up.fwd) != 0 {
-			t.Fatalf("left behind: %d watchers, %d forwarded interests", len(r.watchers), len(up.fwd))
+		if n := len(r.ints.exact) + len(r.ints.wild); n != 0 || len(r.ups) != 0 || len(up.fwd) != 0 {
+			t.Fatalf("left behind: %d indexed interests, %d upstreams, %d forwarded interests", n, len(r.ups), len(up.fwd))
 		}
 		for k := range r.ents {
 			if len(r.ents[k]) != 0 {

@@ -74,7 +74,7 @@ func (r *Router) handleInterest(f *face, m *wire.Interest) {
 	if old := f.interests[m.ID]; old != nil {
 		r.unforward(old)
 		delete(f.interests, m.ID)
-		r.updateWatcher(f)
+		r.ints.remove(old)
 	}
 	if m.Mode == wire.InterestFinal {
 		return
@@ -92,7 +92,7 @@ func (r *Router) handleInterest(f *face, m *wire.Interest) {
 	current := m.Mode == wire.InterestCurrent || m.Mode == wire.InterestCurrentFuture
 	if valid && in.future() {
 		f.interests[m.ID] = in
-		r.updateWatcher(f)
+		r.ints.add(in)
 	}
 	forwarded := valid && r.forwardAll(in)
 	if current {

@@ -61,8 +61,10 @@ type Router struct {
 	closed   bool
 	faces    map[uint64]*face
 	nextFace uint64
-	// watchers are the faces declarations may concern (sortedWatchers).
-	watchers map[uint64]*face
+	// ups are the upstream faces; ints indexes every face's Future
+	// interests by key (entindex.go).
+	ups  map[uint64]*face
+	ints intIndex
 	ents     [numKinds]map[uint32]*entity // by gid
 	idx      [numKinds]entIndex           // the same, by key (entindex.go)
 	nextGID  uint32
@@ -97,7 +99,8 @@ func NewRouter(cfg RouterConfig) *Router {
 		dialWhatAmI:  cfg.DialAs,
 		tcfg:         cfg.Transport,
 		faces:        map[uint64]*face{},
-		watchers:     map[uint64]*face{},
+		ups:          map[uint64]*face{},
+		ints:         newIntIndex(),
 		subRoutes:    map[string]*subRoute{},
 		done:         make(chan struct{}),
 	}
@@ -197,7 +200,9 @@ func (r *Router) addFace(l link, zid wire.ZID, w wire.WhatAmI, upstream bool) (*
 	f.id = r.nextFace
 	f.log = r.log.With("face", f.id, "zid", zid.String(), "whatami", w.String())
 	r.faces[f.id] = f
-	r.updateWatcher(f)
+	if upstream {
+		r.ups[f.id] = f
+	}
 	r.metrics.faceAdded(1)
 	f.log.Info("face opened", "upstream", upstream)
 	if upstream {
@@ -225,7 +230,7 @@ func (r *Router) removeFace(f *face) {
 	}
 	f.closed = true
 	delete(r.faces, f.id)
-	delete(r.watchers, f.id)
+	delete(r.ups, f.id)
 	r.metrics.faceAdded(-1)
 	for k := range f.ents {
 		for _, e := range sortedEntities(f.ents[k]) {
@@ -241,6 +246,7 @@ func (r *Router) removeFace(f *face) {
 	}
 	for _, in := range f.sortedInterests() {
 		r.unforward(in)
+		r.ints.remove(in)
 	}
 	f.interests = map[uint32]*interest{}
 	if f.upstream {

@@ -277,5 +277,6 @@ func TestToldForgetsClosedFaces(t *testing.T) {
 	for _, e := range a.ents[kindTok] {
 		require.Empty(t, e.told)
 	}
-	require.Empty(t, r.watchers)
+	require.Empty(t, r.ints.exact)
+	require.Empty(t, r.ints.wild)
 }

@@ -1,7 +1,7 @@
 package zenohpath
 
 import (
-	"sort"
+	"slices"
 
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
 	"github.com/picobridge/picobridge/zenohpath/wire"
@@ -66,14 +66,8 @@ func (fw *fwdInterest) tracks(k kind, key string) bool {
 // upstreamFaces returns the open upstream faces in creation order. Caller
 // holds r.mu.
 func (r *Router) upstreamFaces() []*face {
-	var out []*face
-	for _, g := range r.faces {
-		if g.upstream && !g.closed {
-			out = append(out, g)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out
+	out := r.sortedUpstreams()
+	return slices.DeleteFunc(out, func(g *face) bool { return g.closed })
 }
 
 // filters reports whether routing a message of kind k on key to upstream
