@@ -63,11 +63,11 @@ type Router struct {
 	nextFace uint64
 	// ups are the upstream faces; ints indexes every face's Future
 	// interests by key (entindex.go).
-	ups  map[uint64]*face
-	ints intIndex
-	ents     [numKinds]map[uint32]*entity // by gid
-	idx      [numKinds]entIndex           // the same, by key (entindex.go)
-	nextGID  uint32
+	ups     map[uint64]*face
+	ints    intIndex
+	ents    [numKinds]map[uint32]*entity // by gid
+	idx     [numKinds]entIndex           // the same, by key (entindex.go)
+	nextGID uint32
 	// subRoutes caches, per PUSH key, the route (subRoute): the faces with an intersecting
 	// subscriber (all faces; the sender is skipped when routing). Cleared on
 	// every subscriber change; bounded by maxRouteCache entries.
