@@ -61,14 +61,34 @@ type observedLink struct {
 }
 
 func (l *observedLink) send(m wire.NetworkMessage, o sendOptions) error {
-	if d := l.divert.Load(); d != nil {
-		if p, ok := m.(*wire.Push); ok {
-			if put, ok := p.Body.(*wire.Put); ok && p.WireExpr.Scope == 0 && (*d)(p.WireExpr.Suffix, put.Payload) {
-				return nil
-			}
-		}
+	if l.diverted(m) {
+		return nil
 	}
 	return l.inner.send(m, o)
+}
+
+// sendShared: a diverted PUT goes to the gateway decoded; anything else
+// goes to the transport as the shared bytes.
+func (l *observedLink) sendShared(s *shared, o sendOptions) error {
+	if l.diverted(s.m) {
+		return nil
+	}
+	return l.inner.sendShared(s, o)
+}
+
+// diverted hands m to the divert function if one is set and m is a PUT with
+// a full key; true when the function took it.
+func (l *observedLink) diverted(m wire.NetworkMessage) bool {
+	d := l.divert.Load()
+	if d == nil {
+		return false
+	}
+	p, ok := m.(*wire.Push)
+	if !ok || p.WireExpr.Scope != 0 {
+		return false
+	}
+	put, ok := p.Body.(*wire.Put)
+	return ok && (*d)(p.WireExpr.Suffix, put.Payload)
 }
 
 func (l *observedLink) close() { l.inner.close() }
@@ -182,32 +202,19 @@ func (s *Session) PublishRemote(key string, payload []byte, opts *PutOptions, sk
 	if opts == nil {
 		opts = &PutOptions{}
 	}
-	m := &wire.Push{WireExpr: wireKey(k), Body: newPut(payload, opts.Attachment, opts.Encoding, opts.Timestamp)}
+	sm := sharedPush(wire.Push{WireExpr: wireKey(k), Body: newPut(payload, opts.Attachment, opts.Encoding, opts.Timestamp)})
+	m := &sm.push
 	m.QoS, m.HasQoS = qosOf(opts.Priority, opts.CongestionControl, opts.Express)
 	r, from := s.r, s.face
-	r.mu.Lock()
-	if r.closed || from.closed {
-		r.mu.Unlock()
+	r.mu.RLock()
+	closed := r.closed || from.closed
+	r.mu.RUnlock()
+	if closed {
 		return 0, ErrClosed
 	}
-	targets := r.subRoutes[k]
-	if targets == nil {
-		targets = r.matchingFaces(kindSub, k, nil, nil)
-		if len(r.subRoutes) >= maxRouteCache {
-			clear(r.subRoutes)
-		}
-		r.subRoutes[k] = targets
-	}
-	r.mu.Unlock()
+	targets := r.subTargets(k).targets(from)
 	o := dataOptions(m.EffectiveQoS())
 	o.Reliable = opts.Reliability == ReliabilityReliable
-	n := 0
-	for _, t := range targets {
-		if t == from || (skip != nil && skip(t.id)) {
-			continue
-		}
-		t.send(m, o, "push")
-		n++
-	}
+	n, _ := r.fanout(sm, targets, o, from, skip)
 	return n, nil
 }

@@ -51,7 +51,8 @@ type entity struct {
 	id       uint32 // the declaring face's id
 	gid      uint32 // router-wide id, used when declaring it to other faces
 	key      string
-	complete bool // queryables
+	complete bool    // queryables
+	told     []*face // faces it was declared to for the future (face.sent)
 }
 
 func sortedEntities(m map[uint32]*entity) []*entity {
@@ -95,6 +96,14 @@ func (r *Router) handleDeclare(f *face, d *wire.Declare) {
 	if f.closed {
 		return
 	}
+	if f.upstream && d.HasInterestID {
+		if fw := f.fwd[d.InterestID]; fw != nil && !fw.future() {
+			r.relayCurrent(f, fw, d) // the answer to a Current-only interest of ours
+			if _, ok := d.Body.(*wire.DeclareFinal); !ok {
+				return
+			}
+		}
+	}
 	switch b := d.Body.(type) {
 	case *wire.DeclareKeyExpr:
 		// The body's scope (if any) is the sender's (pico); Rust always uses 0.
@@ -121,9 +130,8 @@ func (r *Router) handleDeclare(f *face, d *wire.Declare) {
 	case *wire.UndeclareToken:
 		r.undeclareEntity(f, kindTok, b.ID)
 	case *wire.DeclareFinal:
-		if d.HasInterestID && f.upstream && d.InterestID == f.upInterest && !f.readyDone {
-			f.readyDone = true
-			close(f.ready)
+		if d.HasInterestID && f.upstream {
+			r.upstreamFinal(f, d.InterestID)
 		}
 	}
 }
@@ -137,7 +145,10 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 		return
 	}
 	if old := f.ents[k][id]; old != nil {
-		if old.key == key && old.complete == complete {
+		if old.key == key {
+			if old.complete != complete {
+				r.redeclareEntity(old, complete)
+			}
 			return // re-declaration (e.g. the Current reply and a Future one)
 		}
 		r.removeEntity(old)
@@ -149,26 +160,39 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 	}
 	f.ents[k][id] = e
 	r.ents[k][e.gid] = e
+	r.idx[k].add(e)
 	f.log.Debug("declared", "kind", k, "id", id, "key", key)
-	for _, g := range r.sortedFaces() {
-		if g == f || g.closed {
-			continue
-		}
-		if g.upstream && !f.upstream {
-			r.declareTo(g, e, nil)
-			continue
-		}
-		for _, in := range g.sortedInterests() {
-			if !in.future() || !in.wants(k, key) {
-				continue
-			}
-			if in.aggregates(k) {
-				r.updateAggregate(in, k)
-			} else {
+	if !f.upstream {
+		for _, g := range r.sortedUpstreams() {
+			if g != f && !g.closed && g.zid != f.zid { // not back to the node it came from
 				r.declareTo(g, e, nil)
 			}
 		}
 	}
+	for _, in := range r.interestsFor(key) {
+		g := in.face
+		if g == f || g.closed || g.upstream && !f.upstream || !in.wants(k, key) {
+			continue
+		}
+		if in.aggregates(k) {
+			r.updateAggregate(in, k)
+		} else {
+			r.declareTo(g, e, nil)
+		}
+	}
+}
+
+// redeclareEntity changes the complete flag of a queryable: the faces told
+// about it get it declared again under the same id, aggregated
+// declarations follow (updateAggregate). Caller holds r.mu.
+func (r *Router) redeclareEntity(e *entity, complete bool) {
+	e.complete = complete
+	for _, g := range e.told {
+		if !g.closed && g.sent[e.kind][e.gid] {
+			g.send(&wire.Declare{Body: declBody(e.kind, e.gid, e.key, e.complete)}, controlOptions, kindDeclareLabel)
+		}
+	}
+	r.updateAggregates(e)
 }
 
 // undeclareEntity removes an entity of f by its id. Caller holds r.mu.
@@ -183,23 +207,18 @@ func (r *Router) undeclareEntity(f *face, k kind, id uint32) {
 func (r *Router) removeEntity(e *entity) {
 	delete(e.face.ents[e.kind], e.id)
 	delete(r.ents[e.kind], e.gid)
+	r.idx[e.kind].remove(e)
 	if e.kind == kindSub {
 		clear(r.subRoutes)
 	}
-	for _, g := range r.sortedFaces() {
-		if g == e.face || g.closed {
-			continue
-		}
-		if g.sent[e.kind][e.gid] {
+	for _, g := range e.told {
+		if !g.closed && g.sent[e.kind][e.gid] {
 			delete(g.sent[e.kind], e.gid)
 			g.send(&wire.Declare{Body: undeclBody(e.kind, e.gid)}, controlOptions, kindDeclareLabel)
 		}
-		for _, in := range g.sortedInterests() {
-			if in.future() && in.aggregates(e.kind) && in.wants(e.kind, e.key) {
-				r.updateAggregate(in, e.kind)
-			}
-		}
 	}
+	e.told = nil
+	r.updateAggregates(e)
 }
 
 // declareTo declares e to g: as a reply to interest iid when iid != nil
@@ -213,9 +232,45 @@ func (r *Router) declareTo(g *face, e *entity, iid *uint32) {
 		if g.sent[e.kind][e.gid] {
 			return
 		}
-		g.sent[e.kind][e.gid] = true
+		g.markTold(e)
 	}
 	g.send(d, controlOptions, kindDeclareLabel)
+}
+
+// markTold records that g was told about e for the future (it is to hear
+// e's undeclaration and re-declarations). Caller holds r.mu.
+func (g *face) markTold(e *entity) {
+	if !g.sent[e.kind][e.gid] {
+		g.sent[e.kind][e.gid] = true
+		e.told = append(e.told, g)
+	}
+}
+
+// updateAggregates brings the aggregated declarations that e's key
+// concerns up to date (after e appeared, changed or left). Caller holds
+// r.mu.
+func (r *Router) updateAggregates(e *entity) {
+	for _, in := range r.interestsFor(e.key) {
+		g := in.face
+		if g == e.face || g.closed || !in.aggregates(e.kind) || !in.wants(e.kind, e.key) {
+			continue
+		}
+		r.updateAggregate(in, e.kind)
+	}
+}
+
+// sortedUpstreams returns the upstream faces in creation order. Caller
+// holds r.mu.
+func (r *Router) sortedUpstreams() []*face {
+	if len(r.ups) == 0 {
+		return nil
+	}
+	out := make([]*face, 0, len(r.ups))
+	for _, f := range r.ups {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
 }
 
 // sortedFaces returns the open faces in creation order (deterministic output).
@@ -233,16 +288,15 @@ func (r *Router) sortedFaces() []*face {
 // intersects key (key "" = any). complete reports whether one of them is a
 // complete queryable. Caller holds r.mu.
 func (r *Router) anyMatch(k kind, key string, f *face) (found, complete bool) {
-	for _, e := range r.ents[k] {
+	r.eachCandidate(k, key, func(e *entity) bool {
 		if e.face == f || e.face.closed {
-			continue
+			return true
 		}
 		if key == "" || keyexpr.Intersects(e.key, key) {
 			found = true
-			if e.complete {
-				complete = true
-			}
+			complete = complete || e.complete
 		}
-	}
+		return !found || k == kindQbl && !complete // stop once the answer cannot change
+	})
 	return found, complete
 }

@@ -17,8 +17,14 @@
 // declared is undeclared towards the faces that were told about it.
 //
 // An "upstream" face is one where we are the client (picobridge router -e, or a
-// Session in client mode): we declare our faces' entities to it and send it one
-// unrestricted CurrentFuture INTEREST, so its entities become routable here.
+// Session in client mode): we declare our faces' entities to it and forward it
+// our faces' interests, nothing more (upstream.go), so a client learns the
+// entities it asked about and N clients cost a router O(N) declarations.
+// PUSHes and REQUESTs go to it unless an answered interest of ours says it has
+// no match.
+//
+// PUSH fan-out encodes the routed message once and queues the same bytes on
+// every transport face (link.sendShared).
 //
 // # Client API
 //
@@ -29,7 +35,8 @@
 //
 // # Concurrency and locks
 //
-// Router.mu guards every table. Declarations and interest replies are sent
+// Router.mu (a RWMutex: a PUSH whose route is cached takes it shared) guards
+// every table. Declarations and interest replies are sent
 // while holding it (so their order per face is the order of the table changes);
 // data (PUSH, REQUEST, RESPONSE, RESPONSE_FINAL) is sent after releasing it, so
 // a slow face never stalls routing for longer than its transport's block

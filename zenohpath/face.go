@@ -13,9 +13,43 @@ import (
 // link is what a face sends through: a transport session, or the in-process
 // link of a Session. send must not call back into the Router; close may (it
 // ends with Router.removeFace) and is never called with Router.mu held.
+//
+// sendShared is the fan-out path: one message bound for many faces. A
+// transport link queues its encoding (shared.bytes, made once and shared by
+// every face, so nobody may modify it; transport.Session.SendEncoded); a
+// link that needs the message itself (the in-process link, a diverted face)
+// uses shared.m, which is only valid during the call.
 type link interface {
 	send(m wire.NetworkMessage, o sendOptions) error
+	sendShared(s *shared, o sendOptions) error
 	close()
+}
+
+// shared is a message fanned out to several faces, with its encoding made
+// on first use (so a fan-out that reaches only in-process or diverted faces
+// never encodes). Used by one goroutine at a time.
+type shared struct {
+	m wire.NetworkMessage
+	b []byte
+	// push holds m when the router built the PUSH itself (one allocation
+	// for both, sharedPush).
+	push wire.Push
+}
+
+// sharedPush wraps a routed PUSH for fan-out.
+func sharedPush(p wire.Push) *shared {
+	s := &shared{push: p}
+	s.m = &s.push
+	return s
+}
+
+// bytes is the encoding of s.m (wire bytes of one network message). The
+// slice is shared: never modify it.
+func (s *shared) bytes() []byte {
+	if s.b == nil {
+		s.b = s.m.Append(make([]byte, 0, s.m.Len()))
+	}
+	return s.b
 }
 
 // sendOptions mirrors transport.SendOptions.
@@ -58,6 +92,8 @@ type face struct {
 	// DROP so that one stuck face costs the router one block timeout per
 	// episode, not one per message (architecture invariant 1).
 	congested atomic.Bool
+	// declsSent counts the DECLARE messages queued to the face (FaceInfo).
+	declsSent atomic.Int64
 
 	closed     bool
 	remoteKeys map[uint16]string            // key ids the peer declared (resolve M=1 from it)
@@ -70,10 +106,18 @@ type face struct {
 	nextRid    uint32
 	warned     map[string]bool // declaration refusals already logged at WARN, by "what/cause"
 
-	// upstream only: our interest towards it, and ready closed on its DeclareFinal.
-	upInterest uint32
-	ready      chan struct{}
-	readyDone  bool
+	// local: an in-process Session's face. Sessions read subscribers and
+	// queryables from the router's tables (matching status), so only tokens
+	// and DeclareFinal are sent to them in answer to their interests.
+	local bool
+
+	// upstream only: the interests we forwarded to it (upstream.go), by our
+	// id; ready closes when it answered the ones replayed at connect.
+	fwd          map[uint32]*fwdInterest
+	nextFwd      uint32
+	readyPending int
+	ready        chan struct{}
+	readyDone    bool
 }
 
 func newFace(r *Router, l link, zid wire.ZID, w wire.WhatAmI, upstream bool) *face {
@@ -85,8 +129,10 @@ func newFace(r *Router, l link, zid wire.ZID, w wire.WhatAmI, upstream bool) *fa
 		pending:    map[uint32]*query{},
 		originated: map[*query]struct{}{},
 		warned:     map[string]bool{},
+		fwd:        map[uint32]*fwdInterest{},
 		ready:      make(chan struct{}),
 	}
+	_, f.local = l.(*localLink)
 	for k := range f.ents {
 		f.ents[k] = map[uint32]*entity{}
 		f.sent[k] = map[uint32]bool{}
@@ -149,15 +195,35 @@ func (f *face) send(m wire.NetworkMessage, o sendOptions, kind string) {
 	if o.Block && f.congested.Load() {
 		o.Block = false
 	}
-	err := f.link.send(m, o)
+	if f.sent1(f.link.send(m, o), kind) {
+		f.r.metrics.routedInc(kind)
+		if kind == kindDeclareLabel {
+			f.declsSent.Add(1)
+		}
+	}
+}
+
+// sendShared sends a fanned-out message (see link) and reports whether it
+// was queued; the caller counts the routed messages (once per fan-out),
+// failures are counted here.
+func (f *face) sendShared(s *shared, o sendOptions, kind string) bool {
+	if o.Block && f.congested.Load() {
+		o.Block = false
+	}
+	return f.sent1(f.link.sendShared(s, o), kind)
+}
+
+// sent1 accounts for the result of one send: true when it was queued; a
+// failure is counted with its reason (the congestion episode starts or
+// continues on a block timeout).
+func (f *face) sent1(err error, kind string) bool {
 	switch {
 	case err == nil:
 		if f.congested.Load() {
 			f.congested.Store(false)
 			f.log.Info("face drains again")
 		}
-		f.r.metrics.routedInc(kind)
-		return
+		return true
 	case errors.Is(err, transport.ErrBlockTimeout):
 		if !f.congested.Swap(true) {
 			f.log.Warn("face congested: blocking sends to it become drops until it drains", "kind", kind)
@@ -173,6 +239,7 @@ func (f *face) send(m wire.NetworkMessage, o sendOptions, kind string) {
 		f.r.metrics.droppedInc(dropSendFailed)
 	}
 	f.log.Debug("send failed", "kind", kind, "err", err)
+	return false
 }
 
 func (f *face) String() string {

@@ -22,6 +22,8 @@ type fakeLink struct {
 	msgs   []wire.NetworkMessage
 	opts   []sendOptions
 	closed bool
+	// shared counts the messages that came through sendShared.
+	shared int
 }
 
 func (l *fakeLink) send(m wire.NetworkMessage, o sendOptions) error {
@@ -31,6 +33,18 @@ func (l *fakeLink) send(m wire.NetworkMessage, o sendOptions) error {
 	l.msgs = append(l.msgs, c)
 	l.opts = append(l.opts, o)
 	return nil
+}
+
+// sendShared records the message, and checks that its shared encoding
+// is the message's.
+func (l *fakeLink) sendShared(s *shared, o sendOptions) error {
+	if want := s.m.Append(nil); string(want) != string(s.bytes()) {
+		panic(fmt.Sprintf("fakeLink: shared bytes %x are not the encoding %x of %s", s.bytes(), want, describe(s.m)))
+	}
+	l.mu.Lock()
+	l.shared++
+	l.mu.Unlock()
+	return l.send(s.m, o)
 }
 
 func (l *fakeLink) close() {

@@ -15,17 +15,30 @@ type interest struct {
 	opts wire.InterestOptions
 	key  string // "" when unrestricted (R=0)
 	// aggGID is, per kind, the id of the aggregated declaration currently
-	// declared to the face (0 = none).
-	aggGID [numKinds]uint32
+	// declared to the face (0 = none); aggComplete, for queryables, the
+	// complete flag it was last declared with.
+	aggGID      [numKinds]uint32
+	aggComplete bool
+	// fwds are its Future copies sent to upstream faces (upstream.go);
+	// pending counts the upstream Current parts its DeclareFinal waits for.
+	fwds    map[*face]*fwdInterest
+	pending int
 }
 
 func (in *interest) future() bool {
 	return in.mode == wire.InterestFuture || in.mode == wire.InterestCurrentFuture
 }
 
-// wants reports whether the interest covers an entity of kind k on key.
+// wants reports whether the interest covers an entity of kind k on key and
+// its face is to be told about it (an in-process Session is told about
+// tokens only, see face.local).
 func (in *interest) wants(k kind, key string) bool {
-	return in.opts&k.option() != 0 && (in.key == "" || keyexpr.Intersects(in.key, key))
+	return in.sends(k) && (in.key == "" || keyexpr.Intersects(in.key, key))
+}
+
+// sends reports whether declarations of kind k answer the interest.
+func (in *interest) sends(k kind) bool {
+	return in.opts&k.option() != 0 && (!in.face.local || k == kindTok)
 }
 
 // aggregates reports whether entities of kind k are answered with a single
@@ -58,8 +71,12 @@ func (r *Router) handleInterest(f *face, m *wire.Interest) {
 	if f.closed {
 		return
 	}
-	if m.Mode == wire.InterestFinal {
+	if old := f.interests[m.ID]; old != nil {
+		r.unforward(old)
 		delete(f.interests, m.ID)
+		r.ints.remove(old)
+	}
+	if m.Mode == wire.InterestFinal {
 		return
 	}
 	in := &interest{face: f, id: m.ID, mode: m.Mode, opts: m.Options}
@@ -73,28 +90,45 @@ func (r *Router) handleInterest(f *face, m *wire.Interest) {
 		in.key = key
 	}
 	current := m.Mode == wire.InterestCurrent || m.Mode == wire.InterestCurrentFuture
-	if current {
-		if valid {
-			r.replyCurrent(in)
-		}
-		f.send(&wire.Declare{HasInterestID: true, InterestID: m.ID, Body: &wire.DeclareFinal{}},
-			controlOptions, kindDeclareLabel)
-	}
 	if valid && in.future() {
 		f.interests[m.ID] = in
+		r.ints.add(in)
+	}
+	forwarded := valid && r.forwardAll(in)
+	if current {
+		if valid {
+			// A Current-only interest gets the upstream faces' entities
+			// from their own answers (relayCurrent), not twice.
+			r.replyCurrent(in, forwarded && !in.future())
+		}
+		if in.pending == 0 {
+			f.send(&wire.Declare{HasInterestID: true, InterestID: m.ID, Body: &wire.DeclareFinal{}},
+				controlOptions, kindDeclareLabel)
+		}
 	}
 }
 
-// replyCurrent sends the Current part of an interest. Caller holds r.mu.
-func (r *Router) replyCurrent(in *interest) {
+// replyCurrent sends the Current part of an interest, without the entities
+// of upstream faces when skipUpstream. Caller holds r.mu.
+func (r *Router) replyCurrent(in *interest, skipUpstream bool) {
 	f := in.face
 	iid := in.id
+	skip := func(e *entity) bool {
+		return e.face == f || e.face.closed || skipUpstream && e.face.upstream
+	}
 	for k := kind(0); k < numKinds; k++ {
-		if in.opts&k.option() == 0 {
+		if !in.sends(k) {
 			continue
 		}
 		if in.aggregates(k) {
-			found, complete := r.anyMatch(k, in.key, f)
+			found, complete := false, false
+			r.eachCandidate(k, in.key, func(e *entity) bool {
+				if !skip(e) && keyexpr.Intersects(e.key, in.key) {
+					found = true
+					complete = complete || e.complete
+				}
+				return !found || k == kindQbl && !complete
+			})
 			if !found {
 				continue
 			}
@@ -102,36 +136,51 @@ func (r *Router) replyCurrent(in *interest) {
 			gid := r.nextGID
 			if in.future() {
 				in.aggGID[k] = gid
+				if k == kindQbl {
+					in.aggComplete = complete
+				}
 			}
 			f.send(&wire.Declare{HasInterestID: true, InterestID: iid, Body: declBody(k, gid, in.key, complete)},
 				controlOptions, kindDeclareLabel)
 			continue
 		}
-		for _, e := range sortedEntities(r.ents[k]) {
-			if e.face == f || e.face.closed || !in.wants(k, e.key) {
+		for _, e := range r.candidates(k, in.key) {
+			if skip(e) || !in.wants(k, e.key) {
 				continue
 			}
 			if in.future() {
-				f.sent[k][e.gid] = true
+				f.markTold(e)
 			}
 			r.declareTo(f, e, &iid)
 		}
 	}
 }
 
-// updateAggregate declares the aggregated entity of kind k of an interest when
-// a first matching entity exists, and undeclares it when none is left.
-// Caller holds r.mu.
+// updateAggregate keeps the aggregated declaration of kind k of an
+// interest in step with the entities it stands for (§9.7): declared when a
+// first matching entity exists, undeclared when none is left, and, for
+// queryables, declared again under the same id when its complete flag
+// changes either way (a complete queryable joins non-complete ones, or the
+// last complete one leaves; zenoh-pico's filtering.c takes a repeated
+// declaration as a redeclare, issue 18 item 2). Aggregated subscribers carry
+// nothing that can change and tokens are never aggregated. Caller holds r.mu.
 func (r *Router) updateAggregate(in *interest, k kind) {
 	found, complete := r.anyMatch(k, in.key, in.face)
 	switch {
 	case found && in.aggGID[k] == 0:
 		r.nextGID++
 		in.aggGID[k] = r.nextGID
+		if k == kindQbl {
+			in.aggComplete = complete
+		}
+		in.face.send(&wire.Declare{Body: declBody(k, in.aggGID[k], in.key, complete)}, controlOptions, kindDeclareLabel)
+	case found && k == kindQbl && complete != in.aggComplete:
+		in.aggComplete = complete
 		in.face.send(&wire.Declare{Body: declBody(k, in.aggGID[k], in.key, complete)}, controlOptions, kindDeclareLabel)
 	case !found && in.aggGID[k] != 0:
 		gid := in.aggGID[k]
 		in.aggGID[k] = 0
+		in.aggComplete = false
 		in.face.send(&wire.Declare{Body: undeclBody(k, gid)}, controlOptions, kindDeclareLabel)
 	}
 }

@@ -116,6 +116,10 @@ func (l *localLink) send(m wire.NetworkMessage, o sendOptions) error {
 	return nil
 }
 
+// sendShared queues a copy of the message (the dispatcher needs the
+// message, not its bytes).
+func (l *localLink) sendShared(s *shared, o sendOptions) error { return l.send(s.m, o) }
+
 func (l *localLink) close() {
 	l.mu.Lock()
 	l.closed = true

@@ -28,6 +28,9 @@ type Metrics struct {
 	faces   prometheus.Gauge
 	routed  *prometheus.CounterVec
 	dropped *prometheus.CounterVec
+	// routedPush is routed{kind="push"}, resolved once: the fan-out path
+	// adds to it per sample, not per face.
+	routedPush prometheus.Counter
 }
 
 // Drop reasons (label values of picobridge_router_dropped_total).
@@ -78,6 +81,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			for _, r := range dropReasons {
 				m.dropped.WithLabelValues(r)
 			}
+			m.routedPush = m.routed.WithLabelValues("push")
 		}
 	}()
 	if reg == nil {
@@ -118,6 +122,13 @@ func (m *Metrics) faceAdded(delta float64) {
 func (m *Metrics) routedInc(kind string) {
 	if m != nil {
 		m.routed.WithLabelValues(kind).Inc()
+	}
+}
+
+// pushesRouted counts n PUSHes sent to faces.
+func (m *Metrics) pushesRouted(n int) {
+	if m != nil && n > 0 {
+		m.routedPush.Add(float64(n))
 	}
 }
 

@@ -42,15 +42,53 @@ type Publisher struct {
 	s    *Session
 	key  string
 	opts PublisherOptions
+	mi   matchInterest
 }
 
-// DeclarePublisher declares a publisher on key (canonized if needed).
+// DeclarePublisher declares a publisher on key (canonized if needed). Like
+// a Rust or pico publisher it sends one interest in the subscribers of its
+// key (INTEREST CurrentFuture K|S|R|A, §12.4), which the session's router
+// passes upstream: that is what HasMatchingSubscribers reads, and what lets
+// an upstream router tell the session about the subscribers it needs and
+// no others. Nothing else is declared on the wire.
 func (s *Session) DeclarePublisher(key string, opts PublisherOptions) (*Publisher, error) {
 	k, err := canonKey(key)
 	if err != nil {
 		return nil, err
 	}
-	return &Publisher{s: s, key: k, opts: opts}, nil
+	p := &Publisher{s: s, key: k, opts: opts}
+	if err := p.mi.declare(s, kindSub, k); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// matchInterest is the matching interest of a publisher or querier: an
+// aggregated CurrentFuture interest restricted to its key.
+type matchInterest struct {
+	s    *Session
+	id   uint32
+	once sync.Once
+}
+
+func (mi *matchInterest) declare(s *Session, k kind, key string) error {
+	mi.s, mi.id = s, s.newID()
+	return s.send(matchingInterest(mi.id, k, key), true)
+}
+
+// matchingInterest is the INTEREST a publisher (k = subscribers) or querier
+// (queryables) sends: CurrentFuture, K|S|R|A or K|Q|R|A on its key.
+func matchingInterest(id uint32, k kind, key string) *wire.Interest {
+	return &wire.Interest{Mode: wire.InterestCurrentFuture, ID: id,
+		Options:  wire.InterestKeyExprs | k.option() | wire.InterestRestricted | wire.InterestAggregate,
+		WireExpr: wireKey(key)}
+}
+
+// undeclare sends the interest's Final, once.
+func (mi *matchInterest) undeclare() error {
+	var err error
+	mi.once.Do(func() { err = mi.s.send(&wire.Interest{Mode: wire.InterestFinal, ID: mi.id}, true) })
+	return err
 }
 
 // KeyExpr is the publisher's key.
@@ -79,8 +117,9 @@ func (p *Publisher) Delete(opts *PutOptions) error {
 	return p.s.put(p.key, nil, &o, true)
 }
 
-// Undeclare drops the publisher (nothing is declared on the wire for it).
-func (p *Publisher) Undeclare() error { return nil }
+// Undeclare drops the publisher: its matching interest ends (INTEREST
+// Final). Safe to call more than once.
+func (p *Publisher) Undeclare() error { return p.mi.undeclare() }
 
 // Put publishes payload on key without declaring a publisher.
 func (s *Session) Put(key string, payload []byte, opts *PutOptions) error {
@@ -226,17 +265,39 @@ func (sub *Subscriber) Undeclare() error {
 }
 
 // HasMatchingSubscribers reports whether a subscriber of another session or
-// device (as far as this session's router knows) intersects the publisher's
-// key: the Zenoh "matching status".
+// device (as far as this session's router knows: through an upstream
+// router, once it answered the publisher's interest) intersects the
+// publisher's key: the Zenoh "matching status".
 func (p *Publisher) HasMatchingSubscribers() bool {
 	return p.s.r.hasMatching(kindSub, p.key, p.s.face)
 }
 
+// maxMatchKeys bounds the keys Session.HasMatchingQueryables tracks.
+const maxMatchKeys = 64
+
 // HasMatchingQueryables reports whether a queryable elsewhere intersects key.
+// Behind an upstream router the session learns about queryables only for
+// keys it asks for: the first call for a key sends a matching interest for
+// it (as DeclareQuerier does, kept until Close, for at most maxMatchKeys
+// keys), so it may report false until the router answered; poll it, or
+// use a Querier.
 func (s *Session) HasMatchingQueryables(key string) bool {
 	k, err := canonKey(key)
 	if err != nil {
 		return false
+	}
+	s.mu.Lock()
+	_, known := s.qmatch[k]
+	track := !known && !s.closed && len(s.qmatch) < maxMatchKeys
+	var id uint32
+	if track {
+		s.nextID++
+		id = s.nextID
+		s.qmatch[k] = id
+	}
+	s.mu.Unlock()
+	if track {
+		_ = s.send(matchingInterest(id, kindQbl, k), true)
 	}
 	return s.r.hasMatching(kindQbl, k, s.face)
 }

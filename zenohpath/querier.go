@@ -18,6 +18,7 @@ type Querier struct {
 	s    *Session
 	key  string
 	opts QuerierOptions
+	mi   matchInterest
 }
 
 // QuerierGetOptions are the per-query options of Querier.Get.
@@ -27,7 +28,9 @@ type QuerierGetOptions struct {
 	Attachment []byte
 }
 
-// DeclareQuerier declares a querier on key (canonized if needed).
+// DeclareQuerier declares a querier on key (canonized if needed); like a
+// publisher it sends one matching interest in the queryables of its key
+// (INTEREST CurrentFuture K|Q|R|A, §12.4).
 func (s *Session) DeclareQuerier(key string, opts *QuerierOptions) (*Querier, error) {
 	k, err := canonKey(key)
 	if err != nil {
@@ -37,6 +40,9 @@ func (s *Session) DeclareQuerier(key string, opts *QuerierOptions) (*Querier, er
 	if opts != nil {
 		q.opts = *opts
 	}
+	if err := q.mi.declare(s, kindQbl, k); err != nil {
+		return nil, err
+	}
 	return q, nil
 }
 
@@ -45,7 +51,7 @@ func (q *Querier) KeyExpr() string { return q.key }
 
 // HasMatchingQueryables reports whether a queryable elsewhere intersects the
 // querier's key (the matching status).
-func (q *Querier) HasMatchingQueryables() bool { return q.s.HasMatchingQueryables(q.key) }
+func (q *Querier) HasMatchingQueryables() bool { return q.s.r.hasMatching(kindQbl, q.key, q.s.face) }
 
 // Get queries the querier's key with parameters (the selector's part after
 // '?', may be empty); see Session.Get.
@@ -62,5 +68,6 @@ func (q *Querier) Get(parameters string, opts *QuerierGetOptions) (<-chan Reply,
 	return q.s.Get(sel, &g)
 }
 
-// Undeclare drops the querier (nothing is declared on the wire for it).
-func (q *Querier) Undeclare() error { return nil }
+// Undeclare drops the querier: its matching interest ends (INTEREST Final).
+// Safe to call more than once.
+func (q *Querier) Undeclare() error { return q.mi.undeclare() }

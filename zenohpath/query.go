@@ -116,10 +116,18 @@ func (r *Router) handleRequest(f *face, m *wire.Request) {
 // with a complete matching queryable. BestMatching: a face with a complete
 // queryable that includes the whole key if there is one, else every matching
 // face. All: every matching face. Caller holds r.mu.
+// Upstream faces that do not filter key get the query in every case
+// (upstream.go), unless it came from an upstream face.
 func (r *Router) queryTargets(key string, from *face, t wire.QueryTarget) []*face {
+	up := func(fs []*face) []*face {
+		if from.upstream {
+			return fs
+		}
+		return r.withUpstream(fs, kindQbl, key, from)
+	}
 	switch t {
 	case wire.TargetAllComplete:
-		return r.matchingFaces(kindQbl, key, from, func(e *entity) bool { return e.complete })
+		return up(r.matchingFaces(kindQbl, key, from, func(e *entity) bool { return e.complete }))
 	case wire.TargetBestMatching:
 		for _, g := range r.sortedFaces() {
 			if g == from {
@@ -132,7 +140,7 @@ func (r *Router) queryTargets(key string, from *face, t wire.QueryTarget) []*fac
 			}
 		}
 	}
-	return r.matchingFaces(kindQbl, key, from, nil)
+	return up(r.matchingFaces(kindQbl, key, from, nil))
 }
 
 // handleResponse relays a reply to the query's origin under its request id.

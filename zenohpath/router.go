@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,16 +58,23 @@ type Router struct {
 	ctx          context.Context // cancelled by Close
 	cancel       context.CancelFunc
 
-	mu       sync.Mutex
+	// mu guards the tables below. The PUSH path takes it shared (RLock) for a
+	// route-cache hit; everything that changes a table takes it exclusively.
+	mu       sync.RWMutex
 	closed   bool
 	faces    map[uint64]*face
 	nextFace uint64
-	ents     [numKinds]map[uint32]*entity // by gid
-	nextGID  uint32
-	// subRoutes caches, per PUSH key, the faces with an intersecting
+	// ups are the upstream faces; ints indexes every face's Future
+	// interests by key (entindex.go).
+	ups     map[uint64]*face
+	ints    intIndex
+	ents    [numKinds]map[uint32]*entity // by gid
+	idx     [numKinds]entIndex           // the same, by key (entindex.go)
+	nextGID uint32
+	// subRoutes caches, per PUSH key, the route (subRoute): the faces with an intersecting
 	// subscriber (all faces; the sender is skipped when routing). Cleared on
 	// every subscriber change; bounded by maxRouteCache entries.
-	subRoutes map[string][]*face
+	subRoutes map[string]*subRoute
 
 	wg        sync.WaitGroup // goroutines owned by the router (listeners, dialers)
 	closers   []func()       // run by Close (listeners, upstream sessions)
@@ -95,7 +103,9 @@ func NewRouter(cfg RouterConfig) *Router {
 		tcfg:         cfg.Transport,
 		maxMsg:       cfg.Transport.MessageSizeLimit(),
 		faces:        map[uint64]*face{},
-		subRoutes:    map[string][]*face{},
+		ups:          map[uint64]*face{},
+		ints:         newIntIndex(),
+		subRoutes:    map[string]*subRoute{},
 		done:         make(chan struct{}),
 	}
 	if r.dialWhatAmI == wire.WhatAmIRouter {
@@ -104,6 +114,7 @@ func NewRouter(cfg RouterConfig) *Router {
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for k := range r.ents {
 		r.ents[k] = map[uint32]*entity{}
+		r.idx[k] = newEntIndex()
 	}
 	return r
 }
@@ -163,6 +174,9 @@ type FaceInfo struct {
 	Tokens      int    `json:"tokens"`
 	Interests   int    `json:"interests"`
 	Pending     int    `json:"pending_queries"`
+	// DeclarationsSent counts the DECLARE messages (declarations,
+	// undeclarations, DeclareFinal) the router queued to the face.
+	DeclarationsSent int64 `json:"declarations_sent"`
 }
 
 // Faces lists the open faces.
@@ -174,15 +188,15 @@ func (r *Router) Faces() []FaceInfo {
 		out = append(out, FaceInfo{
 			ID: f.id, ZID: f.zid.String(), WhatAmI: f.whatami.String(), Upstream: f.upstream,
 			Subscribers: len(f.ents[kindSub]), Queryables: len(f.ents[kindQbl]), Tokens: len(f.ents[kindTok]),
-			Interests: len(f.interests), Pending: len(f.pending),
+			Interests: len(f.interests), Pending: len(f.pending), DeclarationsSent: f.declsSent.Load(),
 		})
 	}
 	return out
 }
 
 // addFace registers a face for link l. For an upstream face it declares every
-// entity of the other (non-upstream) faces and sends our unrestricted
-// CurrentFuture interest (§9.7); f.ready closes on its DeclareFinal.
+// entity of the other (non-upstream) faces and forwards their interests
+// (upstream.go); f.ready closes when it answered them.
 func (r *Router) addFace(l link, zid wire.ZID, w wire.WhatAmI, upstream bool) (*face, bool) {
 	f := newFace(r, l, zid, w, upstream)
 	r.mu.Lock()
@@ -194,21 +208,21 @@ func (r *Router) addFace(l link, zid wire.ZID, w wire.WhatAmI, upstream bool) (*
 	f.id = r.nextFace
 	f.log = r.log.With("face", f.id, "zid", zid.String(), "whatami", w.String())
 	r.faces[f.id] = f
+	if upstream {
+		r.ups[f.id] = f
+	}
 	r.metrics.faceAdded(1)
 	f.log.Info("face opened", "upstream", upstream)
 	if upstream {
 		for k := range r.ents {
 			for _, e := range sortedEntities(r.ents[k]) {
-				if !e.face.upstream {
+				if !e.face.upstream && e.face.zid != zid {
 					r.declareTo(f, e, nil)
 				}
 			}
 		}
-		f.upInterest = 1
-		f.send(&wire.Interest{
-			Mode: wire.InterestCurrentFuture, ID: f.upInterest,
-			Options: wire.InterestKeyExprs | wire.InterestSubscribers | wire.InterestQueryables | wire.InterestTokens,
-		}, controlOptions, kindInterestLabel)
+		r.replayTo(f)
+		clear(r.subRoutes) // PUSHes go to an upstream face until its interests filter them
 	}
 	return f, true
 }
@@ -224,13 +238,28 @@ func (r *Router) removeFace(f *face) {
 	}
 	f.closed = true
 	delete(r.faces, f.id)
+	delete(r.ups, f.id)
 	r.metrics.faceAdded(-1)
 	for k := range f.ents {
 		for _, e := range sortedEntities(f.ents[k]) {
 			r.removeEntity(e)
 		}
 	}
+	for k := range f.sent {
+		for gid := range f.sent[k] {
+			if e := r.ents[k][gid]; e != nil {
+				e.told = slices.DeleteFunc(e.told, func(g *face) bool { return g == f })
+			}
+		}
+	}
+	for _, in := range f.sortedInterests() {
+		r.unforward(in)
+		r.ints.remove(in)
+	}
 	f.interests = map[uint32]*interest{}
+	if f.upstream {
+		r.upstreamGone(f)
+	}
 	var finals []*query
 	for rid, q := range f.pending {
 		delete(f.pending, rid)
@@ -280,41 +309,97 @@ func (r *Router) route(f *face, m wire.NetworkMessage, reliable bool) {
 }
 
 // handlePush sends a PUSH to every other face with an intersecting
-// subscriber, each once, with the sender's QoS (§12.3).
+// subscriber, each once, with the sender's QoS (§12.3). The routed PUSH
+// (scope 0, full key) is encoded once and its bytes shared by every
+// transport face (issue 11 item 2). zenohd caches the route per resource
+// and drops its tables lock before sending, then hands each face a Push
+// with that face's wire expression and a reference-counted clone of the
+// payload, which each face's pipeline serializes into its own batch; since
+// we send every face the same scope-0 key and no NodeId, we can share the
+// encoded bytes themselves.
 func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
-	r.mu.Lock()
+	r.mu.RLock()
 	if f.closed {
-		r.mu.Unlock()
+		r.mu.RUnlock()
 		return
 	}
 	key, cause := f.resolveCause(m.WireExpr)
 	if cause != "" {
-		r.mu.Unlock()
+		r.mu.RUnlock()
 		r.metrics.droppedInc(cause)
 		f.log.Debug("push: dropped, bad key", "reason", cause, "wire_expr", m.WireExpr.String())
 		return
 	}
-	targets := r.subRoutes[key]
-	if targets == nil {
-		targets = r.matchingFaces(kindSub, key, nil, nil)
-		if len(r.subRoutes) >= maxRouteCache {
-			clear(r.subRoutes)
-		}
-		r.subRoutes[key] = targets
+	rt := r.subRoutes[key]
+	r.mu.RUnlock()
+	if rt == nil {
+		rt = r.subTargets(key)
 	}
-	r.mu.Unlock()
+	targets := rt.targets(f)
 	if len(targets) == 0 || len(targets) == 1 && targets[0] == f {
 		r.metrics.droppedInc(dropNoRoute)
 		return
 	}
-	out := wire.Push{WireExpr: wireKey(key), NetExt: routedExt(m.NetExt), Body: m.Body}
 	o := dataOptions(m.EffectiveQoS())
 	o.Reliable = reliable
+	r.fanout(sharedPush(wire.Push{WireExpr: wireKey(key), NetExt: routedExt(m.NetExt), Body: m.Body}), targets, o, f, nil)
+}
+
+// fanout sends m to every target except from and those skip (if set)
+// excludes, sharing one encoding. It returns how many faces it was handed
+// to (tried) and how many queued it.
+func (r *Router) fanout(sm *shared, targets []*face, o sendOptions, from *face, skip func(faceID uint64) bool) (tried, queued int) {
 	for _, t := range targets {
-		if t != f {
-			t.send(&out, o, "push")
+		if t == from || skip != nil && skip(t.id) {
+			continue
+		}
+		tried++
+		if t.sendShared(sm, o, "push") {
+			queued++
 		}
 	}
+	r.metrics.pushesRouted(queued)
+	return tried, queued
+}
+
+// subRoute is the cached route of a PUSH key. Its slices are shared by
+// every PUSH on the key until the next change of subscribers or upstream
+// interests: read only.
+type subRoute struct {
+	// matched: the faces with an intersecting subscriber (sender included:
+	// callers skip it).
+	matched []*face
+	// all: matched plus the upstream faces that do not filter the key
+	// (upstream.go), where a PUSH from one of our own faces also goes.
+	all []*face
+}
+
+// targets is where a PUSH from f goes: one that came from an upstream face
+// goes to another upstream face only if that one declared a subscriber, so
+// that routers reachable through two upstreams do not get each other's
+// traffic back through us.
+func (rt *subRoute) targets(from *face) []*face {
+	if from.upstream {
+		return rt.matched
+	}
+	return rt.all
+}
+
+// subTargets returns the route of a PUSH on key from the route cache,
+// filling it on a miss.
+func (r *Router) subTargets(key string) *subRoute {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rt := r.subRoutes[key]; rt != nil {
+		return rt
+	}
+	m := r.matchingFaces(kindSub, key, nil, nil)
+	rt := &subRoute{matched: m, all: r.withUpstream(slices.Clip(m), kindSub, key, nil)}
+	if len(r.subRoutes) >= maxRouteCache {
+		clear(r.subRoutes)
+	}
+	r.subRoutes[key] = rt
+	return rt
 }
 
 // routedExt keeps QoS and timestamp; the NodeId ext is router↔router only
@@ -326,19 +411,24 @@ func routedExt(x wire.NetExt) wire.NetExt {
 
 // matchingFaces returns the faces other than from that hold an entity of kind
 // k whose key intersects key (each once). pred, if set, filters entities.
-// Caller holds r.mu.
+// It visits the candidates of the key index, not every face. Caller holds
+// r.mu.
 func (r *Router) matchingFaces(k kind, key string, from *face, pred func(*entity) bool) []*face {
 	out := []*face{} // non-nil: an empty result is cached too
-	for _, g := range r.faces {
-		if g == from || g.closed {
-			continue
+	var seen map[*face]struct{}
+	r.eachCandidate(k, key, func(e *entity) bool {
+		g := e.face
+		if g == from || g.closed || pred != nil && !pred(e) || !keyexpr.Intersects(e.key, key) {
+			return true
 		}
-		for _, e := range g.ents[k] {
-			if (pred == nil || pred(e)) && keyexpr.Intersects(e.key, key) {
-				out = append(out, g)
-				break
-			}
+		if seen == nil {
+			seen = map[*face]struct{}{}
 		}
-	}
+		if _, ok := seen[g]; !ok {
+			seen[g] = struct{}{}
+			out = append(out, g)
+		}
+		return true
+	})
 	return out
 }

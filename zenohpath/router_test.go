@@ -423,17 +423,23 @@ func TestFaceDeathCleanup(t *testing.T) {
 	require.Empty(t, obsL.take())
 }
 
-// TestUpstreamFace: an upstream face gets every local entity declared and our
-// unrestricted interest; what it declares is routable; its entities are not
-// echoed back to it.
+// TestUpstreamFace: an upstream face gets every local entity declared and,
+// instead of one unrestricted interest, the interests of our faces (replayed
+// at connect, issue 11 item 3); what it declares is routable; its entities
+// are not echoed back to it; PUSHes go to it unless an answered interest
+// covers their key, and then only if it declared a subscriber.
 func TestUpstreamFace(t *testing.T) {
-	r, _ := newTestRouter(t)
+	r, m := newTestRouter(t)
 	a, aL := addTestFace(t, r, wire.WhatAmIClient)
 	r.handle(a, declSub(1, "x/**"))
+	r.handle(a, &wire.Interest{Mode: wire.InterestCurrentFuture, ID: 5,
+		Options:  wire.InterestKeyExprs | wire.InterestSubscribers | wire.InterestRestricted | wire.InterestAggregate,
+		WireExpr: wireKey("y/1")})
+	require.Equal(t, []string{"DECLARE I=5 FINAL"}, describeAll(aL.take()))
 	upL := &fakeLink{}
 	up, ok := r.addFace(upL, RandomZID(), wire.WhatAmIRouter, true)
 	require.True(t, ok)
-	require.Equal(t, []string{"DECLARE D_SUB key=x/**", "INTEREST CurrentFuture id=1 opts=K,S,Q,T key="}, describeAll(upL.take()))
+	require.Equal(t, []string{"DECLARE D_SUB key=x/**", "INTEREST CurrentFuture id=1 opts=K,S,R,A key=y/1"}, describeAll(upL.take()))
 	r.handle(a, declTok(2, "t/a"))
 	require.Equal(t, []string{"DECLARE D_TOKEN key=t/a"}, describeAll(upL.take()))
 	select {
@@ -441,14 +447,30 @@ func TestUpstreamFace(t *testing.T) {
 		t.Fatal("ready before DeclareFinal")
 	default:
 	}
-	r.handle(up, &wire.Declare{HasInterestID: true, InterestID: 1, Body: &wire.DeclareSubscriber{ID: 1, WireExpr: wireKey("y/**")}})
+	r.handle(a, push("y/1", "before"))
+	require.Equal(t, []string{`PUSH key=y/1 PUT "before"`}, describeAll(upL.take()), "not filtered before the interest is answered")
+	r.handle(up, &wire.Declare{HasInterestID: true, InterestID: 1, Body: &wire.DeclareSubscriber{ID: 1, WireExpr: wireKey("y/1")}})
 	r.handle(up, &wire.Declare{HasInterestID: true, InterestID: 1, Body: &wire.DeclareFinal{}})
 	<-up.ready
+	require.Equal(t, []string{"DECLARE D_SUB key=y/1"}, describeAll(aL.take()))
 	require.Empty(t, upL.take())
 	r.handle(a, push("y/1", "p"))
-	require.Equal(t, []string{`PUSH key=y/1 PUT "p"`}, describeAll(upL.take()))
+	r.handle(a, push("z/1", "unfiltered"))
+	require.Equal(t, []string{`PUSH key=y/1 PUT "p"`, `PUSH key=z/1 PUT "unfiltered"`}, describeAll(upL.take()))
 	r.handle(up, push("x/1", "q"))
 	require.Equal(t, []string{`PUSH key=x/1 PUT "q"`}, describeAll(aL.take()))
+
+	// The upstream subscriber leaves: the answered interest filters y/1.
+	r.handle(up, &wire.Declare{Body: &wire.UndeclareSubscriber{ID: 1}})
+	require.Equal(t, []string{"DECLARE U_SUB"}, describeAll(aL.take()))
+	r.handle(a, push("y/1", "nobody"))
+	require.Empty(t, upL.take())
+	require.Equal(t, 1.0, testutil.ToFloat64(m.dropped.WithLabelValues(dropNoRoute)))
+
+	r.handle(a, &wire.Interest{Mode: wire.InterestFinal, ID: 5})
+	require.Equal(t, []string{"INTEREST Final id=1"}, describeAll(upL.take()))
+	r.handle(a, push("y/1", "unfiltered again"))
+	require.Equal(t, []string{`PUSH key=y/1 PUT "unfiltered again"`}, describeAll(upL.take()))
 	r.handle(a, &wire.Declare{Body: &wire.UndeclareSubscriber{ID: 1}})
 	require.Equal(t, []string{"DECLARE U_SUB"}, describeAll(upL.take()))
 }
@@ -493,6 +515,8 @@ func (l *stuckLink) send(m wire.NetworkMessage, o sendOptions) error {
 	}
 	return transport.ErrQueueFull
 }
+
+func (l *stuckLink) sendShared(s *shared, o sendOptions) error { return l.send(s.m, o) }
 
 // TestCongestedFace: after one BLOCK send timed out, BLOCK sends to that face
 // are made as DROP (no more waiting) until it drains; drops are counted.

@@ -18,6 +18,10 @@ func (l sessionLink) send(m wire.NetworkMessage, o sendOptions) error {
 	return l.s.Send(m, transport.SendOptions{Reliable: o.Reliable, Express: o.Express, Block: o.Block, Priority: o.Priority})
 }
 
+func (l sessionLink) sendShared(m *shared, o sendOptions) error {
+	return l.s.SendEncoded(m.bytes(), transport.SendOptions{Reliable: o.Reliable, Express: o.Express, Block: o.Block, Priority: o.Priority})
+}
+
 func (l sessionLink) close() { _ = l.s.Close(transport.ReasonShutdown) }
 
 // faceHandler delivers a session's messages to its face. For dialled
@@ -138,15 +142,17 @@ var ErrClosed = errors.New("zenohpath: closed")
 var ErrTooLarge = fmt.Errorf("zenohpath: message larger than the max message size: %w", transport.ErrTooLarge)
 
 // upstreamReadyTimeout bounds how long a new upstream face waits for the
-// DeclareFinal answering our interest before it is used anyway.
+// DeclareFinals answering the interests replayed to it before it is used
+// anyway.
 const upstreamReadyTimeout = 3 * time.Second
 
 // Connect dials endpoint as a client (an "upstream" router: we declare our
-// entities to it and learn its entities through one interest) and keeps the
-// connection: when it drops, it is dialled again (every retry, from 100 ms
-// doubling to 5 s) until the router closes. With wait, Connect returns
-// once the first session is up and its interest answered, or the first dial
-// error; without, it returns at once.
+// entities to it and forward it our faces' interests, upstream.go) and keeps
+// the connection: when it drops, it is dialled again (every retry, from
+// 100 ms doubling to 5 s) until the router closes. With wait, Connect returns
+// once the first session is up and the interests replayed to it are answered
+// (at once when there are none), or the first dial error; without, it
+// returns at once.
 func (r *Router) Connect(ctx context.Context, endpoint string, wait bool) error {
 	first := make(chan error, 1)
 	r.mu.Lock()

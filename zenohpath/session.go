@@ -79,6 +79,7 @@ type Session struct {
 	lgets        map[uint32]*getState   // liveliness gets, by interest id
 	remoteTokens map[uint32]string      // router token id → key
 	tokens       map[uint32]string      // this session's own tokens, by id
+	qmatch       map[string]uint32      // keys HasMatchingQueryables tracks → interest id
 }
 
 // Open opens a session. In client mode it connects to the first endpoint of
@@ -144,6 +145,7 @@ func newSession(r *Router, own bool, timeout time.Duration) (*Session, error) {
 		r: r, ownRouter: own, link: newLocalLink(r.maxMsg), timeout: timeout, closing: make(chan struct{}),
 		subs: map[uint32]*Subscriber{}, qbls: map[uint32]*Queryable{}, gets: map[uint32]*getState{},
 		lsubs: map[uint32]*Subscriber{}, lgets: map[uint32]*getState{}, remoteTokens: map[uint32]string{}, tokens: map[uint32]string{},
+		qmatch: map[string]uint32{},
 	}
 	f, ok := r.addFace(s.link, r.zid, wire.WhatAmIClient, false)
 	if !ok {
