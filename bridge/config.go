@@ -34,6 +34,7 @@ type Config struct {
 	Policy     PolicyConfig     `yaml:"policy"`
 	Supervisor SupervisorConfig `yaml:"supervisor"`
 	Metrics    MetricsConfig    `yaml:"metrics"`
+	Transport  TransportConfig  `yaml:"transport"`
 
 	// File is the path the configuration was loaded from (DefaultFile for
 	// the embedded default); messages name it.
@@ -235,6 +236,22 @@ type RecoverLimits struct {
 	Limits      `yaml:",inline"`
 	Evaluations int `yaml:"evaluations"`
 }
+
+// TransportConfig holds the Zenoh transport settings of `picobridge run`
+// (zenohd's transport.link.rx.max_message_size).
+type TransportConfig struct {
+	// MaxMessageSize is the largest network message a session reassembles
+	// from fragments or sends, in bytes (transport.Config.MaxReassembly);
+	// MinMaxMessageSize..MaxMaxMessageSize.
+	MaxMessageSize int `yaml:"max_message_size"`
+}
+
+// Bounds of transport.max_message_size: one KiB (below, a ROS message of a
+// few fields would not fit) to 1 GiB (zenohd's default).
+const (
+	MinMaxMessageSize = 1 << 10
+	MaxMaxMessageSize = 1 << 30
+)
 
 // MetricsConfig configures /metrics, /devicez and /healthz.
 type MetricsConfig struct {
@@ -540,6 +557,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	atLeast("metrics.max_devices", c.Metrics.MaxDevices, 1)
+	if m := c.Transport.MaxMessageSize; m < MinMaxMessageSize || m > MaxMaxMessageSize {
+		at("transport.max_message_size", "must be in %d..%d bytes (got %d)", MinMaxMessageSize, MaxMaxMessageSize, m)
+	}
 	return ps.err()
 }
 

@@ -304,12 +304,6 @@ func (g *Gateway) probeSome(now time.Time, tick time.Duration) {
 	}
 }
 
-// ProbeAll sends one ping to every attached device.
-func (g *Gateway) probeAll(now time.Time) {
-	for _, d := range g.Devices() {
-		d.probe(now)
-	}
-}
 
 // evaluateAll runs every device's classifier evaluation (the 1 Hz tick),
 // or, while the gateway-health guard finds the gateway's own lag, CPU
