@@ -253,19 +253,52 @@ func (c *Classifier) Evaluate(now time.Time) Reading {
 	return r
 }
 
-// Suspend is Evaluate while the gateway-health guard suspends judgement
-// (reason: SuspendGatewayLag, ...): pings are settled and the reading
-// computed for status, but it is not applied — no counter moves, the class
-// stays.
-func (c *Classifier) Suspend(now time.Time, reason string) Reading {
+// EvaluateGuarded is Evaluate under the gateway-health guard's verdict
+// (Gateway.evaluateAll): with g.Reason set (cpu_steal, host_load) the
+// reading is not applied; with g.Lag set, a bad reading the gateway's lag
+// explains is not applied either — its mean RTT minus the lag is within
+// demote_rtt, and a loss above demote_loss (or no reply at all) counts as
+// explained only when the lag reaches half the probe timeout. A reading
+// not applied moves no counter and changes no class; it returns the
+// suspension reason (empty: applied).
+func (c *Classifier) EvaluateGuarded(now time.Time, g Guard) (Reading, string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.expire(now)
 	r := c.readingLocked()
-	c.last, c.lastAt = r, now
-	c.suspended++
+	reason := g.Reason
+	if reason == "" && g.Lag > 0 && c.explainedLocked(r, g.Lag) {
+		reason = SuspendGatewayLag
+	}
 	c.suspendBy = reason
-	return r
+	if reason != "" {
+		c.last, c.lastAt = r, now
+		c.suspended++
+		c.mu.Unlock()
+		return r, reason
+	}
+	c.mu.Unlock()
+	c.Observe(r, now)
+	return r, ""
+}
+
+// explainedLocked reports whether a bad reading is explained by the
+// gateway's own lag.
+func (c *Classifier) explainedLocked(r Reading, lag time.Duration) bool {
+	if r.Samples < c.cfg.MinSamples {
+		return false
+	}
+	rttBad := r.Replies > 0 && r.RTT > c.cfg.DemoteRTT
+	lossBad := r.Replies == 0 || r.Loss > c.cfg.DemoteLoss
+	if !rttBad && !lossBad {
+		return false // not bad: nothing to excuse
+	}
+	if rttBad && r.RTT-lag > c.cfg.DemoteRTT {
+		return false
+	}
+	if lossBad && lag < c.cfg.ProbeTimeout/2 {
+		return false
+	}
+	return true
 }
 
 func (c *Classifier) readingLocked() Reading {

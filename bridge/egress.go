@@ -135,6 +135,8 @@ type deviceStats struct {
 	// critDropped counts dropped samples of critical routes, whatever
 	// their lane, by reason.
 	critDropped [numReasons]atomic.Uint64
+	// critForwarded counts forwarded samples of critical routes, whatever their lane.
+	critForwarded atomic.Uint64
 }
 
 func (s *deviceStats) transitions(to Class) {
@@ -240,9 +242,11 @@ type egress struct {
 		order   []*keyQueue
 		rate    float64
 		pending int
-		rot     int         // first key of the next flush, advanced when a flush held samples back
-		perSub  map[int]int // samples per subscription in the flush being built
-		outCrit int         // samples of critical routes in the last flush's result
+		rot     int           // first key of the next flush, advanced when a flush held samples back
+		perSub  map[int]int   // samples per subscription in the current flush window
+		winAt   time.Time     // start of the flush window perSub counts in
+		outCrit int           // samples of critical routes in the last flush's result
+		retry   time.Duration // after a flush that held samples: when to try again (0: the next flush)
 	}
 }
 
@@ -428,6 +432,7 @@ func (e *egress) countCrit(l Lane, n, crit int, err error, now time.Time) {
 	switch {
 	case err == nil:
 		e.stats.lanes[l].forwarded.Add(uint64(n))
+		e.stats.critForwarded.Add(uint64(crit))
 	case errors.Is(err, ErrCongested):
 		e.log.once(l, DropCongestion, "device link congested", slog.Int("samples", n))
 	default:
@@ -545,8 +550,14 @@ func (e *egress) flush(now time.Time, out []Sample) []Sample {
 	if e.bat.perSub == nil {
 		e.bat.perSub = map[int]int{}
 	}
-	clear(e.bat.perSub)
+	if now.Sub(e.bat.winAt) >= e.shape.FlushInterval || now.Before(e.bat.winAt) {
+		clear(e.bat.perSub)
+		e.bat.winAt = now
+	}
 	e.bat.outCrit = 0
+	e.bat.retry = 0
+	var linkWait time.Duration
+	ringHeld := false
 	n := len(e.bat.order)
 	start := e.bat.rot % max(n, 1)
 	pending, held := 0, false
@@ -576,9 +587,13 @@ func (e *egress) flush(now time.Time, out []Sample) []Sample {
 			if !e.subsRoom(subs) {
 				keep = append(keep, s)
 				q.held = DropRingBudget
+				ringHeld = true
 				continue
 			}
-			if linkFull || e.link.wait(sampleBytes(s), false, now) > 0 {
+			if w := e.link.wait(sampleBytes(s), false, now); linkFull || w > 0 {
+				if !linkFull {
+					linkWait = w
+				}
 				linkFull = true
 				keep = append(keep, s)
 				q.held = DropLinkBudget
@@ -601,6 +616,14 @@ func (e *egress) flush(now time.Time, out []Sample) []Sample {
 	e.bat.pending = pending
 	if held {
 		e.bat.rot++
+		// Try again when the link budget has the bytes, or when the flush
+		// window ends for samples held by the ring budget.
+		if ringHeld {
+			e.bat.retry = e.bat.winAt.Add(e.shape.FlushInterval).Sub(now)
+		}
+		if linkFull && (e.bat.retry <= 0 || linkWait < e.bat.retry) {
+			e.bat.retry = linkWait
+		}
 	}
 	if stale.all > 0 {
 		e.drop(LaneBatched, DropStale, stale.all-stale.crit, false, now)
@@ -648,11 +671,13 @@ func (e *egress) subsRoom(subs []int) bool {
 	return true
 }
 
-// batchedHeld reports whether samples wait for a later flush.
-func (e *egress) batchedHeld() bool {
+// batchedHeld reports whether samples wait for a later flush, and when
+// to try again (the link budget's wait, or the end of the flush window; 0:
+// the next flush on the cadence).
+func (e *egress) batchedHeld() (bool, time.Duration) {
 	e.bat.mu.Lock()
 	defer e.bat.mu.Unlock()
-	return e.bat.pending > 0
+	return e.bat.pending > 0, e.bat.retry
 }
 
 // setBatchedRate changes every key's token bucket (class change).

@@ -304,16 +304,17 @@ func (g *Gateway) probeSome(now time.Time, tick time.Duration) {
 	}
 }
 
-
 // evaluateAll runs every device's classifier evaluation (the 1 Hz tick),
 // or, while the gateway-health guard finds the gateway's own lag, CPU
 // steal or load too high, suspends it for every device.
 func (g *Gateway) evaluateAll(now time.Time) {
 	lag := max(g.wakeLag.swap(), g.sched.lagSwap())
 	ds := g.Devices()
-	reason := g.guard.observe(now, lag, g.windowSpan(len(ds)))
+	guard := g.guard.observe(now, lag, g.windowSpan(len(ds)))
 	for _, d := range ds {
-		d.evaluate(now, reason)
+		if why := d.evaluate(now, guard); why != "" {
+			g.guard.counted(why)
+		}
 	}
 }
 
@@ -878,10 +879,13 @@ func (d *Device) sendDueProbe(eg *egress, now time.Time) (sent bool, wait time.D
 	return true, 0
 }
 
-func (d *Device) evaluate(now time.Time, suspend string) {
+// evaluate runs the device's classifier evaluation under the guard's
+// verdict and returns the reason it was suspended (empty: applied, or no
+// responder).
+func (d *Device) evaluate(now time.Time, guard Guard) string {
 	d.estimateLink(now)
 	if d.probeName.Load() == nil {
-		return // no responder: no readings, the class stays UNKNOWN (or the override)
+		return "" // no responder: no readings, the class stays UNKNOWN (or the override)
 	}
 	cls := d.Classifier()
 	if d.g.cfg.Classifier.TCPInfo {
@@ -891,12 +895,11 @@ func (d *Device) evaluate(now time.Time, suspend string) {
 			}
 		}
 	}
-	if suspend != "" {
-		cls.Suspend(now, suspend)
-		return
+	_, why := cls.EvaluateGuarded(now, guard)
+	if why == "" {
+		d.refreshClass(now)
 	}
-	cls.Evaluate(now)
-	d.refreshClass(now)
+	return why
 }
 
 // configuredLink is the device's configured link budget in bytes/s
@@ -1022,9 +1025,12 @@ func (d *Device) runBatched(now time.Time) time.Duration {
 		return wait
 	}
 	d.flushBase, d.flushAt = now, time.Time{}
-	if eg.batchedHeld() { // held back by the ring or link budget: the next flush
-		d.flushAt = now.Add(iv)
-		return iv
+	if held, retry := eg.batchedHeld(); held { // held back by the ring or link budget
+		if retry <= 0 || retry > iv {
+			retry = iv
+		}
+		d.flushAt = now.Add(retry)
+		return retry
 	}
 	return 0
 }

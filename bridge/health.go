@@ -91,14 +91,22 @@ const minStealTicks = 100
 // healthGuard is the gateway-health guard (architecture invariant 8,
 // issue 11 item 4): the classifier judges a device, not the gateway. At
 // every classifier evaluation it reads the gateway's own lag (the largest
-// lateness of its timers and tickers since the previous evaluation, the
-// scheduler's wake-up delay), the host's CPU steal and load; when one of
-// them reaches its classifier.suspend limit the evaluation is suspended
-// for every device — no reading is applied, no device changes class — and
-// stays suspended until the probe window holds only probes sent after
-// that moment (span), since the older ones carry the gateway's delay.
-// The delay the gateway's own TX backlog toward one device causes is
-// subtracted per probe instead (Classifier.PingAfter, linkBudget.selfDelay).
+// lateness of its timers and tickers since the previous evaluation: the
+// scheduler's wake-up delay), the host's CPU steal and load.
+//
+//   - CPU steal or load at their classifier.suspend limit: the evaluation
+//     is suspended for every device (no reading applied, no class change).
+//   - A wake-up lag at classifier.suspend.lag: the guard keeps the largest
+//     lag for as long as the probe window still holds probes sent before it
+//     (span); a device's bad reading that this lag explains — its mean RTT
+//     minus the lag within demote_rtt, its loss or silence only when the lag
+//     reaches half the probe timeout — is not applied. A reading the lag does
+//     not explain (a device 100 ms slow beside a 20 ms gateway hiccup) is.
+//
+// Each guard decision holds until the window refilled (span), since older
+// probes carry the gateway's delay. The delay the gateway's own TX backlog
+// toward one device causes is subtracted per probe instead
+// (Classifier.PingAfter, linkBudget.selfDelay).
 type healthGuard struct {
 	cfg  SuspendConfig
 	read func() (HostStats, error)
@@ -107,10 +115,22 @@ type healthGuard struct {
 	prev     HostStats
 	havePrev bool
 	last     GatewayHealth
-	until    time.Time
-	reason   string
+	until    time.Time     // the host reason holds until
+	reason   string        // host reason (cpu_steal, host_load); empty: none
+	lagMax   time.Duration // largest wake-up lag at or above the limit, held until lagUntil
+	lagUntil time.Time
 
-	suspended map[string]*atomic.Uint64
+	suspended map[string]*atomic.Uint64 // device evaluations suspended, by reason
+	nowSusp   atomic.Int64              // devices whose last evaluation was suspended
+}
+
+// Guard is the guard's verdict for one evaluation round.
+type Guard struct {
+	// Reason suspends every device's evaluation (cpu_steal, host_load); empty: none.
+	Reason string
+	// Lag is the gateway's largest recent wake-up lag at or above
+	// classifier.suspend.lag; a bad reading it explains is not applied.
+	Lag time.Duration
 }
 
 // GatewayHealth is the guard's last reading, in /devicez.
@@ -122,11 +142,17 @@ type GatewayHealth struct {
 	Steal float64 `json:"cpu_steal_ratio"`
 	// LoadPerCPU is the 1-minute load average per CPU.
 	LoadPerCPU float64 `json:"load_per_cpu"`
-	// Suspended is the reason judgement is suspended now; empty: it is not.
+	// Suspended is the host reason judgement is suspended for every device
+	// (cpu_steal, host_load); empty: none.
 	Suspended string `json:"suspended,omitempty"`
-	// SuspendedUntil is when it resumes at the earliest.
-	SuspendedUntil time.Time `json:"suspended_until,omitzero"`
-	// SuspendedTotal counts suspended evaluations by reason.
+	// ExplainingLag is the recent wake-up lag bad readings are checked
+	// against (0: none at or above classifier.suspend.lag).
+	ExplainingLag time.Duration `json:"explaining_lag_ns,omitempty"`
+	// Until is when the current guard decision ends at the earliest.
+	Until time.Time `json:"until,omitzero"`
+	// SuspendedDevices is how many devices' last evaluation was suspended.
+	SuspendedDevices int `json:"suspended_devices"`
+	// SuspendedTotal counts suspended device evaluations by reason.
 	SuspendedTotal map[string]uint64 `json:"suspended_total"`
 }
 
@@ -141,10 +167,9 @@ func newHealthGuard(cfg ClassifierConfig, read func() (HostStats, error)) *healt
 	return h
 }
 
-// observe takes one reading at now with the gateway's lag since the
-// previous one and returns the reason the evaluation is suspended (empty:
-// it is not). span is how long the probe window takes to refill.
-func (h *healthGuard) observe(now time.Time, lag, span time.Duration) string {
+// observe takes one reading at now with the gateway's wake-up lag since
+// the previous one; span is how long the probe window takes to refill.
+func (h *healthGuard) observe(now time.Time, lag, span time.Duration) Guard {
 	var hs HostStats
 	var herr error
 	if h.cfg.Steal > 0 || h.cfg.Load > 0 {
@@ -165,26 +190,31 @@ func (h *healthGuard) observe(now time.Time, lag, span time.Duration) string {
 			h.last.LoadPerCPU = hs.Load1 / float64(hs.CPUs)
 		}
 	}
-	reason := ""
 	switch {
-	case h.cfg.Lag > 0 && lag >= h.cfg.Lag:
-		reason = SuspendGatewayLag
 	case h.cfg.Steal > 0 && h.last.Steal >= h.cfg.Steal:
-		reason = SuspendCPUSteal
+		h.reason, h.until = SuspendCPUSteal, now.Add(span)
 	case h.cfg.Load > 0 && h.last.LoadPerCPU >= h.cfg.Load:
-		reason = SuspendHostLoad
-	}
-	if reason != "" {
-		h.reason = reason
-		h.until = now.Add(span)
+		h.reason, h.until = SuspendHostLoad, now.Add(span)
 	}
 	if !now.Before(h.until) {
 		h.reason = ""
 	}
-	if h.reason != "" {
-		h.suspended[h.reason].Add(1)
+	if !now.Before(h.lagUntil) {
+		h.lagMax = 0
 	}
-	return h.reason
+	if h.cfg.Lag > 0 && lag >= h.cfg.Lag && lag >= h.lagMax {
+		h.lagMax, h.lagUntil = lag, now.Add(span)
+	}
+	h.nowSusp.Store(0)
+	return Guard{Reason: h.reason, Lag: h.lagMax}
+}
+
+// counted records one device evaluation suspended for reason.
+func (h *healthGuard) counted(reason string) {
+	if c := h.suspended[reason]; c != nil {
+		c.Add(1)
+		h.nowSusp.Add(1)
+	}
 }
 
 // status is the last reading.
@@ -192,10 +222,14 @@ func (h *healthGuard) status() GatewayHealth {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	g := h.last
-	g.Suspended = h.reason
+	g.Suspended, g.ExplainingLag = h.reason, h.lagMax
 	if h.reason != "" {
-		g.SuspendedUntil = h.until
+		g.Until = h.until
 	}
+	if h.lagMax > 0 && h.lagUntil.After(g.Until) {
+		g.Until = h.lagUntil
+	}
+	g.SuspendedDevices = int(h.nowSusp.Load())
 	g.SuspendedTotal = map[string]uint64{}
 	for r, n := range h.suspended {
 		g.SuspendedTotal[r] = n.Load()

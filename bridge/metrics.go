@@ -87,10 +87,10 @@ var (
 		"The device link's byte budget (configured or estimated); 0: none.",
 		[]string{"device"}, nil)
 	descSuspended = prometheus.NewDesc(MetricClassifierSuspended,
-		"Classifier evaluations suspended by the gateway-health guard (the gateway's own lag explained the probes' delay), by reason.",
+		"Device classifier evaluations the gateway-health guard suspended (the gateway's own lag explained the probes' delay), by reason.",
 		[]string{"reason"}, nil)
 	descSuspending = prometheus.NewDesc(MetricClassifierSuspending,
-		"1 while the gateway-health guard suspends classifier judgement.",
+		"Devices whose last classifier evaluation the gateway-health guard suspended.",
 		nil, nil)
 	descWakeupLag = prometheus.NewDesc(MetricWakeupLag,
 		"Largest lateness of the gateway's own timers over the last classifier evaluation interval (scheduler wake-up delay).",
@@ -212,11 +212,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range suspendReasons {
 		ch <- prometheus.MustNewConstMetric(descSuspended, prometheus.CounterValue, float64(gh.SuspendedTotal[r]), r)
 	}
-	v := 0.0
-	if gh.Suspended != "" {
-		v = 1
-	}
-	ch <- prometheus.MustNewConstMetric(descSuspending, prometheus.GaugeValue, v)
+	ch <- prometheus.MustNewConstMetric(descSuspending, prometheus.GaugeValue, float64(gh.SuspendedDevices))
 	ch <- prometheus.MustNewConstMetric(descWakeupLag, prometheus.GaugeValue, gh.WakeupLag.Seconds())
 	ch <- prometheus.MustNewConstMetric(descSteal, prometheus.GaugeValue, gh.Steal)
 }

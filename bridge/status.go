@@ -55,6 +55,8 @@ type DeviceStatus struct {
 	// CriticalDropped counts dropped samples of critical routes by reason
 	// (zero reasons left out).
 	CriticalDropped map[string]uint64 `json:"critical_dropped"`
+	// CriticalForwarded counts forwarded samples of critical routes, whatever their lane.
+	CriticalForwarded uint64 `json:"critical_forwarded"`
 }
 
 // LinkStatus is a device link's byte budget (policy.link).
@@ -110,6 +112,7 @@ func (d *Device) status(now time.Time, transitions bool) DeviceStatus {
 	s.ProbesSkipped = eg.stats.probesSkipped.Load()
 	s.Link.BudgetBytesPerS, s.Link.LaneBytesPerS = d.link.Rate()
 	s.Link.SelfDelay = d.link.selfDelay(now)
+	s.CriticalForwarded = eg.stats.critForwarded.Load()
 	s.CriticalDropped = map[string]uint64{}
 	for r := range numReasons {
 		if n := eg.stats.critDropped[r].Load(); n > 0 {
