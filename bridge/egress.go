@@ -235,6 +235,9 @@ type egress struct {
 		order []string                   // keys with pending samples, in service order
 		depth int                        // samples kept per key: min(policy.express.depth, RingDepth)
 		lim   *rate.Limiter
+		// linkPaced: the last attempt waited for the link budget (critical
+		// traffic alone exceeds it); WaitExpressDrained does not wait for it.
+		linkPaced atomic.Bool
 	}
 	bat struct {
 		mu      sync.Mutex
@@ -381,8 +384,10 @@ func (e *egress) nextExpress(now time.Time) (s Sample, ok bool, wait time.Durati
 	q := e.exp.items[key]
 	p := q[0]
 	if wait := e.link.wait(sampleBytes(p.s), true, now); wait > 0 {
+		e.exp.linkPaced.Store(true)
 		return Sample{}, false, wait
 	}
+	e.exp.linkPaced.Store(false)
 	if ok, wait := e.budget.take(now); !ok {
 		return Sample{}, false, max(wait, time.Millisecond)
 	}

@@ -237,7 +237,6 @@ func TestProbeBudgetSpreadsProbes(t *testing.T) {
 	})
 }
 
-
 // 10 000 idle devices cost no goroutine (the lanes are units of one shared
 // scheduler) and little memory each; detaching them returns the units.
 // The bytes per idle device are reported (and bounded: ≤ 16 KiB, issue 11).
@@ -269,4 +268,33 @@ func TestIdleDevicesCostNoGoroutines(t *testing.T) {
 	}
 	require.Equal(t, g0, runtime.NumGoroutine())
 	require.Len(t, g.Devices(), 1)
+}
+
+// A device whose critical traffic alone exceeds its link budget is paced on
+// purpose: WaitExpressDrained (the DDS path's burst guard) does not wait
+// for it, so it never slows a critical route for the other devices.
+func TestWaitExpressDrainedSkipsLinkPacedDevice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig(t, twoDevices)
+		cfg.Devices.List[0].LinkBytesPerS = 2000 // arm: 1800 B/s for its lanes
+		g := newGateway(t, cfg, nil)
+		sink := &fakeSink{}
+		d, err := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
+		require.NoError(t, err)
+		d.DeclareSubscriber("cmd_vel")
+		cmd := route(t, g, "/cmd_vel")
+		for range 4 {
+			g.Publish(cmd, bridge.Sample{Payload: make([]byte, 1000)})
+		}
+		synctest.Wait()
+		// 1023 B each against a 1500 B bucket: one from the bucket, two borrowed
+		// ahead (tokens down to −1500 B), the fourth waits for the budget
+		require.Equal(t, 3, len(sink.expressed()))
+		start := time.Now()
+		require.True(t, g.WaitExpressDrained("cmd_vel", time.Second))
+		require.Equal(t, start, time.Now(), "not waited for")
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		require.Equal(t, 4, len(sink.expressed()), "paced by the budget, nothing lost")
+	})
 }
