@@ -61,6 +61,9 @@ func ParseProcStat(b []byte) (HostStats, error) {
 			if err != nil {
 				return HostStats{}, fmt.Errorf("/proc/stat: cpu field %d: %w", i+1, err)
 			}
+			if h.CPUTotal+n < h.CPUTotal {
+				return HostStats{}, fmt.Errorf("/proc/stat: cpu ticks overflow")
+			}
 			h.CPUTotal += n
 			if i == 7 {
 				h.CPUSteal = n
