@@ -178,18 +178,10 @@ func (b *linkBudget) backlogBytes() int {
 	return b.backlog()
 }
 
-// take spends n bytes for a lane (express: may borrow one depth ahead) or
-// reports how long until it may. The transport's own backlog beyond one
-// depth counts as spent: the gateway does not pile more onto its queue.
-func (b *linkBudget) take(n int, express bool, now time.Time) (ok bool, wait time.Duration) {
-	if w := b.wait(n, express, now); w > 0 {
-		return false, w
-	}
-	b.spend(n, now)
-	return true, 0
-}
-
-// wait is how long until the lane may spend n bytes (0: now), without spending.
+// wait is how long until a lane may spend n bytes (0: now), without
+// spending: the express lane may borrow one depth ahead, the batched lane
+// needs the tokens (or a full bucket). The transport's own backlog beyond
+// one depth counts as spent: the gateway does not pile more onto its queue.
 func (b *linkBudget) wait(n int, express bool, now time.Time) time.Duration {
 	bl := b.backlogBytes() // outside b.mu: it takes the session's locks
 	b.mu.Lock()

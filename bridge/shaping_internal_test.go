@@ -19,18 +19,17 @@ func payloadOf(key string, size int) []byte { return make([]byte, size-MessageOv
 // samples of expSize bytes at expHz, bulkKeys keys of bulkSize bytes at
 // bulkHz each, express drained every step, a flush every FlushInterval.
 type linkSim struct {
-	e                      *egress
-	expHz, bulkHz          int
-	expSize, bulkSize      int
-	bulkKeys               int
-	expSent, bulkSent      int
-	expOffered, bulkOffer  int
-	bytes                  int
-	expWaitMax             time.Duration
-	expQueued              []time.Time
-	flushEvery             time.Duration
-	nextFlush              time.Time
-	expressDrainedPerStepN int
+	e                     *egress
+	expHz, bulkHz         int
+	expSize, bulkSize     int
+	bulkKeys              int
+	expSent, bulkSent     int
+	expOffered, bulkOffer int
+	bytes                 int
+	expWaitMax            time.Duration
+	expQueued             []time.Time
+	flushEvery            time.Duration
+	nextFlush             time.Time
 }
 
 func (s *linkSim) run(d time.Duration) {
