@@ -298,3 +298,75 @@ func TestWaitExpressDrainedSkipsLinkPacedDevice(t *testing.T) {
 		require.Equal(t, 4, len(sink.expressed()), "paced by the budget, nothing lost")
 	})
 }
+
+// estSink is a sink on a TCP link: TCP_INFO rates and the transport's pacing.
+type estSink struct {
+	fakeSink
+	mu       sync.Mutex
+	delivery uint64
+	rates    []float64
+}
+
+func (s *estSink) TCPInfo() (bridge.TCPInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bridge.TCPInfo{DeliveryRate: s.delivery, PacingRate: ^uint64(0)}, nil
+}
+
+func (s *estSink) SetTxRate(r float64) {
+	s.mu.Lock()
+	s.rates = append(s.rates, r)
+	s.mu.Unlock()
+}
+
+func (s *estSink) lastRate() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.rates) == 0 {
+		return -1
+	}
+	return s.rates[len(s.rates)-1]
+}
+
+// The link budget is configured (and then applied to the transport's pacing
+// at once, × headroom) or estimated from TCP_INFO: the largest delivery rate
+// over the last 10 evaluations, at least min_bytes_per_s; an unlimited
+// pacing rate (^0) is ignored.
+func TestLinkBudgetConfiguredAndEstimated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig(t, twoDevices)
+		cfg.Devices.List[0].LinkBytesPerS = 250_000
+		cfg.Policy.Link.Estimate = bridge.LinkEstimateTCPInfo
+		g := newGateway(t, cfg, nil)
+		conf := &estSink{delivery: 1 << 30}
+		_, err := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, conf)
+		require.NoError(t, err)
+		require.Equal(t, 225_000.0, conf.lastRate(), "configured: the transport paces at budget × headroom")
+		est := &estSink{delivery: 100_000}
+		_, err = g.Attach(bridge.DeviceIdentity{ZID: "b2"}, est)
+		require.NoError(t, err)
+		require.Equal(t, 0.0, est.lastRate(), "nothing estimated yet: unpaced")
+		g.Run()
+		time.Sleep(time.Second + ms)
+		synctest.Wait()
+		require.Equal(t, 90_000.0, est.lastRate())
+		st := g.Devicez(bridge.DevicezOptions{Device: "imu"}).Devices[0].Link
+		require.Equal(t, 100_000.0, st.BudgetBytesPerS)
+		est.mu.Lock()
+		est.delivery = 50_000 // app-limited for a while: the max filter holds
+		est.mu.Unlock()
+		time.Sleep(9 * time.Second)
+		synctest.Wait()
+		require.Equal(t, 90_000.0, est.lastRate(), "the largest of the last 10")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, 45_000.0, est.lastRate(), "10 evaluations later")
+		est.mu.Lock()
+		est.delivery = 1000
+		est.mu.Unlock()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		require.Equal(t, 0.9*16384, est.lastRate(), "never below min_bytes_per_s")
+		require.Equal(t, 225_000.0, conf.lastRate(), "a configured budget is not estimated")
+	})
+}
