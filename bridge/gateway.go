@@ -467,7 +467,10 @@ func (g *Gateway) Attach(id DeviceIdentity, sink DeviceSink) (*Device, error) {
 		return nil, errors.New("bridge: gateway closed")
 	}
 	g.schedOnce.Do(func() { g.sched.start(g.goOwned) })
-	ds := append(slices.Clone(*g.devices.Load()), d)
+	// Append in place when the backing array has room: readers of the
+	// previous slice never look past its length, so this is O(1) amortized
+	// (copy on write only when it grows or on Detach).
+	ds := append(*g.devices.Load(), d)
 	g.devices.Store(&ds)
 	g.mu.Unlock()
 	g.log.Info("device attached", slog.String("device", d.Name()), slog.String("zid", zid))
