@@ -172,10 +172,11 @@ func (s *scheduler) runUnit(u *unit) {
 
 // setTimer makes u run after d (replacing its timer), or drops its timer (d ≤ 0).
 func (s *scheduler) setTimer(u *unit, d time.Duration) {
-	if u.dead.Load() {
+	s.mu.Lock()
+	if u.dead.Load() { // under s.mu: stop removes the timer under it too
+		s.mu.Unlock()
 		return
 	}
-	s.mu.Lock()
 	if d <= 0 {
 		if u.idx >= 0 {
 			heap.Remove(&s.timers, u.idx)
