@@ -100,3 +100,134 @@ func (b *sendBudget) yieldWait(now time.Time) time.Duration {
 	}
 	return w + time.Millisecond
 }
+
+// linkBudget is a device link's byte budget (policy.link, issue 10 item
+// 2), shared by both lanes: a token bucket of rate bytes/s (the budget ×
+// headroom) and depth bytes. Critical first: the express lane may borrow
+// up to one depth ahead (tokens down to −depth), so it waits only when
+// critical traffic alone exceeds the budget; the batched lane needs the
+// tokens it spends (or a full bucket, for a message larger than the depth).
+// It also keeps a model of the bytes queued in the link (handed over, not
+// yet drained at the link's rate) and reads the transport's own TX backlog,
+// so the classifier can tell the delay the gateway causes itself
+// (selfDelay) from the device's. The zero value (rate 0) is no budget.
+type linkBudget struct {
+	mu     sync.Mutex
+	budget float64 // the link's bytes/s; 0: none
+	rate   float64 // bytes/s the lanes use: budget × headroom
+	depth  float64 // bytes
+	tokens float64
+	last   time.Time
+	queued float64 // bytes in the link model at qAt
+	qAt    time.Time
+	// backlog reads the bytes the device's transport session still holds
+	// (Session.TxBacklog); nil: none known.
+	backlog func() int
+}
+
+// minLinkDepth is the least depth of a link budget's bucket, in bytes: one
+// Ethernet-sized message.
+const minLinkDepth = 1500
+
+// set changes the budget (bytes/s, 0: none). The bucket starts full.
+func (b *linkBudget) set(budget, headroom float64, burst time.Duration, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if budget <= 0 || math.IsInf(budget, 1) {
+		b.budget, b.rate = 0, 0
+		return
+	}
+	if headroom <= 0 || headroom > 1 {
+		headroom = 1
+	}
+	changed := b.rate == 0
+	b.budget, b.rate = budget, budget*headroom
+	b.depth = max(b.rate*burst.Seconds(), minLinkDepth)
+	if changed {
+		b.tokens, b.last = b.depth, now
+	}
+	b.tokens = min(b.tokens, b.depth)
+}
+
+// Rate is the lanes' share of the budget in bytes/s (0: none).
+func (b *linkBudget) Rate() (budget, rate float64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.budget, b.rate
+}
+
+func (b *linkBudget) refillLocked(now time.Time) {
+	if dt := now.Sub(b.last); dt > 0 {
+		b.tokens = min(b.depth, b.tokens+b.rate*dt.Seconds())
+		b.last = now
+	}
+}
+
+func (b *linkBudget) queuedLocked(now time.Time) float64 {
+	if dt := now.Sub(b.qAt); dt > 0 {
+		b.queued = max(0, b.queued-b.budget*dt.Seconds())
+		b.qAt = now
+	}
+	return b.queued
+}
+
+func (b *linkBudget) backlogBytes() int {
+	if b.backlog == nil {
+		return 0
+	}
+	return b.backlog()
+}
+
+// wait is how long until a lane may spend n bytes (0: now), without
+// spending: the express lane may borrow one depth ahead, the batched lane
+// needs the tokens (or a full bucket). The transport's own backlog beyond
+// one depth counts as spent: the gateway does not pile more onto its queue.
+func (b *linkBudget) wait(n int, express bool, now time.Time) time.Duration {
+	bl := b.backlogBytes() // outside b.mu: it takes the session's locks
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rate <= 0 {
+		return 0
+	}
+	b.refillLocked(now)
+	avail := b.tokens - max(float64(bl)-b.depth, 0)
+	need := float64(n)
+	switch {
+	case express && avail > -b.depth:
+		return 0
+	case !express && (avail >= need || avail >= b.depth):
+		return 0
+	}
+	lack := min(need, b.depth) - avail
+	if express {
+		lack = -b.depth - avail + 1
+	}
+	return max(time.Duration(lack/b.rate*float64(time.Second)), time.Millisecond)
+}
+
+// spend takes n bytes (after wait said 0).
+func (b *linkBudget) spend(n int, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rate <= 0 {
+		return
+	}
+	b.refillLocked(now)
+	b.tokens -= float64(n)
+	b.queuedLocked(now)
+	b.queued += float64(n)
+}
+
+// selfDelay is how long a message handed to the link now waits behind
+// what the gateway itself already put there: the link model's queue and
+// the transport's backlog, at the link's rate. 0 without a budget.
+func (b *linkBudget) selfDelay(now time.Time) time.Duration {
+	bl := b.backlogBytes()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.budget <= 0 {
+		return 0
+	}
+	q := b.queuedLocked(now) + float64(bl)
+	return time.Duration(q / b.budget * float64(time.Second))
+}

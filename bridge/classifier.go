@@ -84,9 +84,9 @@ type Classifier struct {
 
 	epoch   time.Time // gw_send is ns since epoch
 	nextSeq uint32
-	pending map[uint32]time.Time // unanswered pings by seq
-	window  []probeResult        // ring of settled probes
-	head    int                  // next write in window
+	pending map[uint32]pendingPing // unanswered pings by seq
+	window  []probeResult          // ring of settled probes
+	head    int                    // next write in window
 	full    bool
 	sent    uint64
 
@@ -100,6 +100,18 @@ type Classifier struct {
 	history  []Transition
 	total    uint64 // transitions so far
 	onChange func(Transition)
+
+	changedAt time.Time // last change of state from readings; zero: none yet
+	dwellHeld uint64    // transitions held back by the dwell time
+	suspended uint64    // evaluations suspended by the gateway-health guard
+	suspendBy string    // reason of the last evaluation, if suspended
+	selfSum   time.Duration
+	selfN     uint64
+}
+
+type pendingPing struct {
+	at   time.Time
+	self time.Duration // delay the gateway itself put ahead of the ping
 }
 
 type probeResult struct {
@@ -113,7 +125,7 @@ func NewClassifier(cfg ClassifierConfig, now time.Time) *Classifier {
 	return &Classifier{
 		cfg:      cfg,
 		epoch:    now,
-		pending:  map[uint32]time.Time{},
+		pending:  map[uint32]pendingPing{},
 		window:   make([]probeResult, max(cfg.Window, 1)),
 		override: OverrideAuto,
 	}
@@ -129,12 +141,18 @@ func (c *Classifier) OnTransition(f func(Transition)) {
 }
 
 // Ping returns the next ping's payload and records it as pending.
-func (c *Classifier) Ping(now time.Time) []byte {
+func (c *Classifier) Ping(now time.Time) []byte { return c.PingAfter(now, 0) }
+
+// PingAfter is Ping for a ping that waits self behind what the gateway
+// itself already queued toward the device (its link budget's queue model
+// and the transport's TX backlog): that part of its round trip is the
+// gateway's, not the device's, and is subtracted from the RTT.
+func (c *Classifier) PingAfter(now time.Time, self time.Duration) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seq := c.nextSeq
 	c.nextSeq++
-	c.pending[seq] = now
+	c.pending[seq] = pendingPing{at: now, self: max(self, 0)}
 	c.sent++
 	// Bound pending even if Evaluate is never called: a ping older than the
 	// timeout is lost whatever happens.
@@ -162,7 +180,8 @@ func (c *Classifier) Pong(payload []byte, now time.Time) (time.Duration, error) 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sentAt, ok := c.pending[p.Seq]
+	pp, ok := c.pending[p.Seq]
+	sentAt := pp.at
 	if !ok || uint64(sentAt.Sub(c.epoch)) != p.GwSend {
 		return 0, fmt.Errorf("%w: seq %d", ErrUnexpectedPong, p.Seq)
 	}
@@ -176,6 +195,11 @@ func (c *Classifier) Pong(payload []byte, now time.Time) (time.Duration, error) 
 		if proc := time.Duration(p.DevSend - p.DevRecv); proc < rtt {
 			rtt -= proc
 		}
+	}
+	if pp.self > 0 {
+		c.selfSum += min(pp.self, rtt)
+		c.selfN++
+		rtt -= pp.self
 	}
 	rtt = max(rtt, 0)
 	c.settle(probeResult{rtt: rtt})
@@ -192,8 +216,8 @@ func (c *Classifier) settle(r probeResult) {
 
 // expire settles every ping older than the timeout as lost.
 func (c *Classifier) expire(now time.Time) {
-	for seq, at := range c.pending {
-		if now.Sub(at) > c.cfg.ProbeTimeout {
+	for seq, pp := range c.pending {
+		if now.Sub(pp.at) > c.cfg.ProbeTimeout {
 			delete(c.pending, seq)
 			c.settle(probeResult{lost: true})
 		}
@@ -223,9 +247,58 @@ func (c *Classifier) Evaluate(now time.Time) Reading {
 	c.mu.Lock()
 	c.expire(now)
 	r := c.readingLocked()
+	c.suspendBy = ""
 	c.mu.Unlock()
 	c.Observe(r, now)
 	return r
+}
+
+// EvaluateGuarded is Evaluate under the gateway-health guard's verdict
+// (Gateway.evaluateAll): with g.Reason set (cpu_steal, host_load) the
+// reading is not applied; with g.Lag set, a bad reading the gateway's lag
+// explains is not applied either — its mean RTT minus the lag is within
+// demote_rtt, and a loss above demote_loss (or no reply at all) counts as
+// explained only when the lag reaches half the probe timeout. A reading
+// not applied moves no counter and changes no class; it returns the
+// suspension reason (empty: applied).
+func (c *Classifier) EvaluateGuarded(now time.Time, g Guard) (Reading, string) {
+	c.mu.Lock()
+	c.expire(now)
+	r := c.readingLocked()
+	reason := g.Reason
+	if reason == "" && g.Lag > 0 && c.explainedLocked(r, g.Lag) {
+		reason = SuspendGatewayLag
+	}
+	c.suspendBy = reason
+	if reason != "" {
+		c.last, c.lastAt = r, now
+		c.suspended++
+		c.mu.Unlock()
+		return r, reason
+	}
+	c.mu.Unlock()
+	c.Observe(r, now)
+	return r, ""
+}
+
+// explainedLocked reports whether a bad reading is explained by the
+// gateway's own lag.
+func (c *Classifier) explainedLocked(r Reading, lag time.Duration) bool {
+	if r.Samples < c.cfg.MinSamples {
+		return false
+	}
+	rttBad := r.Replies > 0 && r.RTT > c.cfg.DemoteRTT
+	lossBad := r.Replies == 0 || r.Loss > c.cfg.DemoteLoss
+	if !rttBad && !lossBad {
+		return false // not bad: nothing to excuse
+	}
+	if rttBad && r.RTT-lag > c.cfg.DemoteRTT {
+		return false
+	}
+	if lossBad && lag < c.cfg.ProbeTimeout/2 {
+		return false
+	}
+	return true
 }
 
 func (c *Classifier) readingLocked() Reading {
@@ -288,6 +361,16 @@ func (c *Classifier) Observe(r Reading, now time.Time) {
 		return
 	}
 	n := c.cfg.Consecutive
+	wantDown := c.bad >= n && c.state != ClassNoncritical
+	wantUp := c.good >= n && c.state != ClassCritical
+	if (wantDown || wantUp) && !c.changedAt.IsZero() && now.Sub(c.changedAt) < c.cfg.Dwell {
+		// At most one change per dwell time (invariant 8): the counters
+		// stay at n, so the change happens at the end of the dwell if the
+		// readings still call for it.
+		c.good, c.bad = min(c.good, n), min(c.bad, n)
+		c.dwellHeld++
+		return
+	}
 	switch {
 	case c.bad >= n && c.state != ClassNoncritical:
 		reason := fmt.Sprintf("rtt %v loss %.2f%% above %v / %.2f%% for %d evaluations",
@@ -306,6 +389,7 @@ func (c *Classifier) Observe(r Reading, now time.Time) {
 func (c *Classifier) setStateLocked(s Class, now time.Time, reason string) {
 	before := c.effectiveLocked()
 	c.state = s
+	c.changedAt = now
 	c.record(before, now, reason)
 }
 
@@ -378,6 +462,15 @@ type ClassifierStatus struct {
 	Pending     int           `json:"probes_pending"`
 	Transitions uint64        `json:"transitions_total"`
 	History     []Transition  `json:"transitions"`
+	// DwellHeld counts changes held back by classifier.dwell.
+	DwellHeld uint64 `json:"dwell_held"`
+	// Suspended counts evaluations the gateway-health guard suspended;
+	// SuspendedBy is the reason of the last evaluation when it was.
+	Suspended   uint64 `json:"suspended_total"`
+	SuspendedBy string `json:"suspended,omitempty"`
+	// SelfDelay is the mean delay the gateway's own queue toward the
+	// device added to answered probes (subtracted from their RTT).
+	SelfDelay time.Duration `json:"self_delay_ns"`
 }
 
 // Status returns a snapshot.
@@ -388,6 +481,15 @@ func (c *Classifier) Status() ClassifierStatus {
 		State: c.state, Class: c.effectiveLocked(), Override: c.override,
 		Reading: c.last, ReadingAt: c.lastAt, Good: c.good, Bad: c.bad,
 		ProbesSent: c.sent, Pending: len(c.pending), Transitions: c.total,
-		History: append([]Transition(nil), c.history...),
+		History:   append([]Transition(nil), c.history...),
+		DwellHeld: c.dwellHeld, Suspended: c.suspended, SuspendedBy: c.suspendBy,
+		SelfDelay: c.selfMeanLocked(),
 	}
+}
+
+func (c *Classifier) selfMeanLocked() time.Duration {
+	if c.selfN == 0 {
+		return 0
+	}
+	return c.selfSum / time.Duration(c.selfN)
 }

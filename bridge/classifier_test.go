@@ -14,8 +14,12 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// paperConfig is the paper's classifier, without the dwell time (tested
+// apart in TestClassifierDwell).
 func paperConfig() bridge.ClassifierConfig {
-	return bridge.DefaultConfig().Classifier
+	c := bridge.DefaultConfig().Classifier
+	c.Dwell = 0
+	return c
 }
 
 const ms = time.Millisecond

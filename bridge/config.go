@@ -34,6 +34,7 @@ type Config struct {
 	Policy     PolicyConfig     `yaml:"policy"`
 	Supervisor SupervisorConfig `yaml:"supervisor"`
 	Metrics    MetricsConfig    `yaml:"metrics"`
+	Transport  TransportConfig  `yaml:"transport"`
 
 	// File is the path the configuration was loaded from (DefaultFile for
 	// the embedded default); messages name it.
@@ -96,6 +97,10 @@ type DeviceConfig struct {
 	// noncritical_rate_hz for this device (samples/s per key); 0: the policy's.
 	RateHz            float64 `yaml:"rate_hz"`
 	NoncriticalRateHz float64 `yaml:"noncritical_rate_hz"`
+	// LinkBytesPerS replaces policy.link.bytes_per_s for this device: the
+	// device link's budget in bytes/s shared by both lanes (critical
+	// first); 0: the policy's.
+	LinkBytesPerS float64 `yaml:"link_bytes_per_s"`
 }
 
 // ClassifierConfig holds the probe classifier's parameters (Adaptive Bridge
@@ -116,6 +121,30 @@ type ClassifierConfig struct {
 	AllowUnknownState  bool          `yaml:"allow_unknown_state"`
 	TCPInfo            bool          `yaml:"tcp_info"`
 	History            int           `yaml:"history"` // transitions kept per device
+	// Dwell is the least time between two changes of a device's class
+	// from readings (architecture invariant 8); ≥ 0, default 30 s.
+	Dwell time.Duration `yaml:"dwell"`
+	// ProbeBudget is the most probe pings per second per core
+	// (GOMAXPROCS) the gateway sends over the whole fleet; beyond it the
+	// pings are spread (each device probed less often). 0: no budget.
+	ProbeBudget float64 `yaml:"probe_budget"`
+	// Suspend is the gateway-health guard: when the gateway's own lag
+	// explains a probe's delay, no reading is applied.
+	Suspend SuspendConfig `yaml:"suspend"`
+}
+
+// SuspendConfig holds the gateway-health guard's limits: an evaluation is
+// suspended (no device changes class) while the gateway's wake-up lag, or
+// its CPU steal, reaches these. 0 turns a limit off.
+type SuspendConfig struct {
+	// Lag is the scheduler wake-up delay (lateness of the gateway's own
+	// ticker, the largest since the previous evaluation).
+	Lag time.Duration `yaml:"lag"`
+	// Steal is the host's CPU steal ratio (/proc/stat) since the previous
+	// evaluation, 0..1.
+	Steal float64 `yaml:"steal"`
+	// Load is the host's 1-minute load average per core (/proc/loadavg).
+	Load float64 `yaml:"load"`
 }
 
 // PolicyConfig holds the lanes' parameters.
@@ -123,7 +152,45 @@ type PolicyConfig struct {
 	DemoteCriticalRoutes bool          `yaml:"demote_critical_routes"`
 	Express              ExpressConfig `yaml:"express"`
 	Batched              BatchedConfig `yaml:"batched"`
+	Link                 LinkConfig    `yaml:"link"`
+	// CriticalDropLogInterval is the least time between two log lines
+	// about dropped critical samples of one device and reason; each line
+	// carries the count since the previous one.
+	CriticalDropLogInterval time.Duration `yaml:"critical_drop_log_interval"`
 }
+
+// LinkConfig is a device link's byte budget (bytes/s), shared by the
+// express and batched lanes (express first) and applied to the device's
+// transport session as its pacing rate (Session.SetTxRate).
+type LinkConfig struct {
+	// BytesPerS is every device's link budget in bytes/s
+	// (devices.list[].link_bytes_per_s replaces it); 0: estimated (Estimate),
+	// or none.
+	BytesPerS float64 `yaml:"bytes_per_s"`
+	// Estimate is how a budget not configured is found: off (none) or
+	// tcp_info (the largest TCP_INFO delivery rate of the device's socket
+	// over the last evaluations; Linux).
+	Estimate LinkEstimate `yaml:"estimate"`
+	// Headroom is the share of the budget the lanes and the transport's
+	// pacing use (0..1]: slightly below the link, so the queue forms in
+	// the gateway, where priority decides, not in the bottleneck.
+	Headroom float64 `yaml:"headroom"`
+	// Burst is how much of the budget may go out back to back, as time at
+	// the budget's rate (at least one message of the device's largest).
+	Burst time.Duration `yaml:"burst"`
+	// MinBytesPerS is the floor of an estimated budget.
+	MinBytesPerS float64 `yaml:"min_bytes_per_s"`
+}
+
+// LinkEstimate is how a device's link budget is estimated.
+type LinkEstimate string
+
+const (
+	LinkEstimateOff     LinkEstimate = "off"
+	LinkEstimateTCPInfo LinkEstimate = "tcp_info"
+)
+
+func (LinkEstimate) allowed() []string { return []string{"off", "tcp_info"} }
 
 // ExpressConfig bounds the express lane.
 type ExpressConfig struct {
@@ -169,6 +236,22 @@ type RecoverLimits struct {
 	Limits      `yaml:",inline"`
 	Evaluations int `yaml:"evaluations"`
 }
+
+// TransportConfig holds the Zenoh transport settings of `picobridge run`
+// (zenohd's transport.link.rx.max_message_size).
+type TransportConfig struct {
+	// MaxMessageSize is the largest network message a session reassembles
+	// from fragments or sends, in bytes (transport.Config.MaxReassembly);
+	// MinMaxMessageSize..MaxMaxMessageSize.
+	MaxMessageSize int `yaml:"max_message_size"`
+}
+
+// Bounds of transport.max_message_size: one KiB (below, a ROS message of a
+// few fields would not fit) to 1 GiB (zenohd's default).
+const (
+	MinMaxMessageSize = 1 << 10
+	MaxMaxMessageSize = 1 << 30
+)
 
 // MetricsConfig configures /metrics, /devicez and /healthz.
 type MetricsConfig struct {
@@ -357,6 +440,9 @@ func (c *Config) Validate() error {
 		if d.NoncriticalRateHz < 0 {
 			at(k+".noncritical_rate_hz", "must be ≥ 0 (got %v)", d.NoncriticalRateHz)
 		}
+		if d.LinkBytesPerS < 0 {
+			at(k+".link_bytes_per_s", "must be ≥ 0 bytes/s (got %v; 0: policy.link.bytes_per_s)", d.LinkBytesPerS)
+		}
 		if d.ZID != "" {
 			z := strings.ToLower(d.ZID)
 			if b, err := hex.DecodeString(z); err != nil || len(b) == 0 || len(b) > 16 {
@@ -397,6 +483,19 @@ func (c *Config) Validate() error {
 	if cl.MinSamples < 1 || cl.MinSamples > cl.Window {
 		at("classifier.min_samples", "must be in 1..window (%d) (got %d)", cl.Window, cl.MinSamples)
 	}
+	if cl.Dwell < 0 {
+		at("classifier.dwell", "must be ≥ 0 (got %v)", cl.Dwell)
+	}
+	if cl.ProbeBudget < 0 {
+		at("classifier.probe_budget", "must be ≥ 0 probes/s per core (got %v; 0: no budget)", cl.ProbeBudget)
+	}
+	if cl.Suspend.Lag < 0 {
+		at("classifier.suspend.lag", "must be ≥ 0 (got %v; 0: off)", cl.Suspend.Lag)
+	}
+	ratio("classifier.suspend.steal", cl.Suspend.Steal)
+	if cl.Suspend.Load < 0 {
+		at("classifier.suspend.load", "must be ≥ 0 (got %v; 0: off)", cl.Suspend.Load)
+	}
 	if cl.PromoteRTT > cl.DemoteRTT {
 		at("classifier.promote_rtt", "must be ≤ demote_rtt (%v) (got %v)", cl.DemoteRTT, cl.PromoteRTT)
 	}
@@ -416,6 +515,17 @@ func (c *Config) Validate() error {
 	atLeast("policy.batched.history", p.Batched.History, 1)
 	atLeast("policy.batched.max_keys", p.Batched.MaxKeys, 1)
 	positive("policy.batched.stale_after", p.Batched.StaleAfter)
+	if p.Link.BytesPerS < 0 {
+		at("policy.link.bytes_per_s", "must be ≥ 0 bytes/s (got %v; 0: estimated or none)", p.Link.BytesPerS)
+	}
+	if p.Link.Headroom <= 0 || p.Link.Headroom > 1 {
+		at("policy.link.headroom", "must be a ratio in (0, 1] (got %v)", p.Link.Headroom)
+	}
+	positive("policy.link.burst", p.Link.Burst)
+	if p.Link.MinBytesPerS < 0 {
+		at("policy.link.min_bytes_per_s", "must be ≥ 0 bytes/s (got %v)", p.Link.MinBytesPerS)
+	}
+	positive("policy.critical_drop_log_interval", p.CriticalDropLogInterval)
 	s := &c.Supervisor
 	positive("supervisor.evaluation_interval", s.EvaluationInterval)
 	for _, l := range []struct {
@@ -447,6 +557,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	atLeast("metrics.max_devices", c.Metrics.MaxDevices, 1)
+	if m := c.Transport.MaxMessageSize; m < MinMaxMessageSize || m > MaxMaxMessageSize {
+		at("transport.max_message_size", "must be in %d..%d bytes (got %d)", MinMaxMessageSize, MaxMaxMessageSize, m)
+	}
 	return ps.err()
 }
 

@@ -18,22 +18,31 @@
 //     (oldest dropped) when it cannot keep up, paced by the device's
 //     express ceiling. Batched (noncritical):
 //     token bucket per key, keep-latest, stale-drop, at most ring depth per
-//     key per flush, flushed on the device's cadence. Nothing larger than
-//     the device can receive. Every drop has a reason (invariant 2).
+//     subscription per flush window (a wildcard covers all its keys),
+//     flushed on the device's cadence. Nothing larger than the device can
+//     receive. Every drop has a reason (invariant 2); drops of critical
+//     routes are also counted apart and logged rate-limited (critLogger).
 //   - budget.go: a device's one send budget (Shaping.SendRate) on
 //     per-socket-lock platforms, shared by both lanes and the prober with
-//     priority express > probe > batched (invariant 3).
+//     priority express > probe > batched (invariant 3); a device link's
+//     byte budget (policy.link) shared by both lanes, express first, with a
+//     model of the bytes the gateway itself has in the link (self delay).
+//   - sched.go: the scheduler that serves every device's lanes (units, a
+//     ready FIFO, a few workers, one timer heap): no goroutine per device.
+//   - health.go: the gateway-health guard (wake-up lag, CPU steal, load):
+//     readings the gateway's own lag explains are not applied.
 //   - probe.go: the probe protocol (docs/probe.md) and the device responder.
 //   - classifier.go: per-device classifier (Adaptive Bridge paper).
 //   - supervisor.go: NORMAL / DEGRADED / EMERGENCY with hysteresis.
 //   - gateway.go: Gateway and Device: attach/detach, subscriptions,
 //     Publish (ingress, never blocks), probes, evaluations. A device with a
-//     send budget has its pings sent by its express goroutine.
+//     send budget has its pings sent by its express lane.
 //   - metrics.go, status.go: Prometheus collector, /devicez, /healthz.
 //   - tcpinfo*.go: the passive TCP_INFO signal on Linux.
 //
 // What the lead implements: DeviceSink per zenoh-pico session (SendExpress,
-// SendBatch, SendProbe; optionally TCPInfoSource), and the
+// SendBatch, SendProbe; optionally TCPInfoSource, TxBacklogSource,
+// TxRateSetter), and the
 // calls Gateway.Attach / Device.Detach on session open/close,
 // Device.DeclareSubscriber / UndeclareSubscriber on declarations (a
 // subscription to PingKey(name) announces the device's name),
@@ -42,14 +51,16 @@
 // or upstream Zenoh (Gateway.RouteForKey) toward devices.
 //
 // Goroutines (convention 12): Gateway.Run starts one housekeeping goroutine
-// (probes, classifier and supervisor ticks); Attach starts two per device
-// (express sender, batched flusher). All start through goOwned and are
-// counted in the gateway's WaitGroup; Device.Detach stops a device's two,
-// Gateway.Close stops all and waits. A test checks none survive.
+// (probes, classifier and supervisor ticks, the wake-up lag meter); the
+// first Attach starts the lanes' scheduler (max(4, 2×GOMAXPROCS) workers
+// and a timer goroutine), whatever the number of devices. All start
+// through goOwned and are counted in the gateway's WaitGroup; Device.Detach
+// stops a device's two units, Gateway.Close stops all and waits. goleak
+// (main_test.go) checks none survive.
 //
 // Lock order: Gateway.mu, then Device.mu, then a lane's mutex (express and
-// batched are independent, never held together), then the send budget's,
-// then a Classifier's or the Supervisor's mutex. A Classifier's transition callback runs under the
+// batched are independent, never held together), then the send or link
+// budget's, then a Classifier's or the Supervisor's mutex. A Classifier's transition callback runs under the
 // classifier's mutex and only counts and logs.
 //
 // Time: every decision takes the time as an argument (lanes, classifier,

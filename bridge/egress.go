@@ -90,10 +90,14 @@ const (
 	// DropSuspended: the supervisor suspended the lane (DEGRADED: batched;
 	// EMERGENCY: both), or the device went away with samples pending.
 	DropSuspended
+	// DropLinkBudget: held back by the device's link budget
+	// (policy.link, bytes/s) and replaced by a newer sample of its key
+	// before the budget let it go (noncritical traffic is shed first).
+	DropLinkBudget
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"rate_limit", "stale", "oversize", "ring_budget", "queue_full", "congestion", "suspended"}
+var reasonNames = [numReasons]string{"rate_limit", "stale", "oversize", "ring_budget", "queue_full", "congestion", "suspended", "link_budget"}
 
 func (r DropReason) String() string {
 	if r < numReasons {
@@ -128,6 +132,11 @@ type deviceStats struct {
 	probesSkipped atomic.Uint64
 	// trans counts classifier transitions by the class entered.
 	trans [3]atomic.Uint64
+	// critDropped counts dropped samples of critical routes, whatever
+	// their lane, by reason.
+	critDropped [numReasons]atomic.Uint64
+	// critForwarded counts forwarded samples of critical routes, whatever their lane.
+	critForwarded atomic.Uint64
 }
 
 func (s *deviceStats) transitions(to Class) {
@@ -204,18 +213,31 @@ type egress struct {
 	pol    PolicyConfig
 	stats  *deviceStats
 	log    *onceLogger
+	crit   *critLogger // rate-limited lines about dropped critical samples; nil: none
 	// budget is the device's one send budget (Shaping.SendRate), shared
 	// with the prober; it outlives the egress when a device is reconfigured.
 	budget *sendBudget
+	// link is the device's byte budget (policy.link), shared by both
+	// lanes; it outlives the egress too.
+	link *linkBudget
+	// wakeExpress and wakeBatched make the scheduler run a lane (nil in
+	// tests that drive the lanes by hand).
+	wakeExpress, wakeBatched func()
+	// subsOf maps a key to the device's subscriptions that include it (the
+	// ring budget counts per subscription); nil: every key is its own
+	// subscription.
+	subsOf subsSource
 
 	exp struct {
-		mu     sync.Mutex
-		n      atomic.Int32               // samples pending, read by the batched lane without exp.mu
-		items  map[string][]pendingSample // per key, oldest first, ≤ depth; a key with none is deleted
-		order  []string                   // keys with pending samples, in service order
-		depth  int                        // samples kept per key: min(policy.express.depth, RingDepth)
-		lim    *rate.Limiter
-		signal chan struct{}
+		mu    sync.Mutex
+		n     atomic.Int32               // samples pending, read by the batched lane without exp.mu
+		items map[string][]pendingSample // per key, oldest first, ≤ depth; a key with none is deleted
+		order []string                   // keys with pending samples, in service order
+		depth int                        // samples kept per key: min(policy.express.depth, RingDepth)
+		lim   *rate.Limiter
+		// linkPaced: the last attempt waited for the link budget (critical
+		// traffic alone exceeds it); WaitExpressDrained does not wait for it.
+		linkPaced atomic.Bool
 	}
 	bat struct {
 		mu      sync.Mutex
@@ -223,6 +245,11 @@ type egress struct {
 		order   []*keyQueue
 		rate    float64
 		pending int
+		rot     int           // first key of the next flush, advanced when a flush held samples back
+		perSub  map[int]int   // samples per subscription in the current flush window
+		winAt   time.Time     // start of the flush window perSub counts in
+		outCrit int           // samples of critical routes in the last flush's result
+		retry   time.Duration // after a flush that held samples: when to try again (0: the next flush)
 	}
 }
 
@@ -235,10 +262,15 @@ type keyQueue struct {
 	key   string
 	items []Sample // oldest first, ≤ history
 	lim   *rate.Limiter
+	crit  bool       // the key's route is critical (a demoted critical route)
+	held  DropReason // why the last flush held its samples back (a newer one replacing them counts so); numReasons: not held
+	gen   uint64     // generation of subs
+	subs  []int      // the device's subscriptions that include key
 }
 
 func newEgress(device string, shape Shaping, pol PolicyConfig, stats *deviceStats, log *onceLogger) *egress {
-	e := &egress{device: device, shape: shape, pol: pol, stats: stats, log: log, budget: &sendBudget{interval: shape.SendInterval()}}
+	e := &egress{device: device, shape: shape, pol: pol, stats: stats, log: log,
+		budget: &sendBudget{interval: shape.SendInterval()}, link: &linkBudget{}}
 	e.exp.items = map[string][]pendingSample{}
 	e.exp.depth = expressDepth(pol.Express.Depth, shape.RingDepth)
 	lim := rate.Inf
@@ -246,7 +278,6 @@ func newEgress(device string, shape Shaping, pol PolicyConfig, stats *deviceStat
 		lim = rate.Limit(shape.ExpressRate)
 	}
 	e.exp.lim = rate.NewLimiter(lim, 1)
-	e.exp.signal = make(chan struct{}, 1)
 	e.bat.keys = map[string]*keyQueue{}
 	e.bat.rate = pol.Batched.RateHz
 	return e
@@ -263,13 +294,30 @@ func expressDepth(policy, ring int) int {
 	return max(min(policy, ring), 1)
 }
 
+// drop counts n samples of lane l dropped for r; those of a critical
+// route are also counted apart and logged, rate-limited (critLogger).
+func (e *egress) drop(l Lane, r DropReason, n int, crit bool, now time.Time) {
+	if n <= 0 {
+		return
+	}
+	e.stats.drop(l, r, n)
+	if crit {
+		e.stats.critDropped[r].Add(uint64(n))
+		e.crit.note(r, n, now)
+	}
+}
+
+// sampleBytes is what a sample costs the link budget: payload and the
+// conservative message overhead.
+func sampleBytes(s Sample) int { return len(s.Payload) + MessageOverhead(s.Key) }
+
 // oversize reports whether s cannot reach the device, counting and logging it.
-func (e *egress) oversize(l Lane, s Sample) bool {
-	size := len(s.Payload) + MessageOverhead(s.Key)
+func (e *egress) oversize(l Lane, s Sample, crit bool, now time.Time) bool {
+	size := sampleBytes(s)
 	if size <= e.shape.MaxMessageBytes {
 		return false
 	}
-	e.stats.drop(l, DropOversize, 1)
+	e.drop(l, DropOversize, 1, crit, now)
 	e.log.once(l, DropOversize, "sample larger than the device can receive",
 		slog.String("key", s.Key), slog.Int("bytes", size), slog.Int("max_bytes", e.shape.MaxMessageBytes))
 	return true
@@ -280,7 +328,7 @@ func (e *egress) oversize(l Lane, s Sample) bool {
 // queue is full the oldest pending sample is dropped (keep-latest). It
 // never blocks.
 func (e *egress) offerExpress(s Sample, now time.Time) {
-	if e.oversize(LaneExpress, s) {
+	if e.oversize(LaneExpress, s, true, now) {
 		return
 	}
 	e.exp.mu.Lock()
@@ -294,13 +342,13 @@ func (e *egress) offerExpress(s Sample, now time.Time) {
 		copy(q, q[1:])
 		q[len(q)-1] = pendingSample{s: s, at: now}
 		e.exp.mu.Unlock()
-		e.stats.drop(LaneExpress, DropCongestion, 1)
+		e.drop(LaneExpress, DropCongestion, 1, true, now)
 		e.log.once(LaneExpress, DropCongestion, "device cannot keep up: keeping the latest samples per key", slog.String("key", s.Key), slog.Int("depth", e.exp.depth))
 		return
 	}
 	if len(e.exp.items) >= e.pol.Express.MaxKeys {
 		e.exp.mu.Unlock()
-		e.stats.drop(LaneExpress, DropQueueFull, 1)
+		e.drop(LaneExpress, DropQueueFull, 1, true, now)
 		e.log.once(LaneExpress, DropQueueFull, "express lane full", slog.String("key", s.Key), slog.Int("max_keys", e.pol.Express.MaxKeys))
 		return
 	}
@@ -310,9 +358,8 @@ func (e *egress) offerExpress(s Sample, now time.Time) {
 	e.exp.order = append(e.exp.order, s.Key)
 	e.exp.n.Add(1)
 	e.exp.mu.Unlock()
-	select {
-	case e.exp.signal <- struct{}{}:
-	default:
+	if e.wakeExpress != nil {
+		e.wakeExpress()
 	}
 }
 
@@ -333,14 +380,20 @@ func (e *egress) nextExpress(now time.Time) (s Sample, ok bool, wait time.Durati
 		wait = time.Duration((1 - tokens) / float64(e.exp.lim.Limit()) * float64(time.Second))
 		return Sample{}, false, max(wait, time.Millisecond)
 	}
+	key := e.exp.order[0]
+	q := e.exp.items[key]
+	p := q[0]
+	if wait := e.link.wait(sampleBytes(p.s), true, now); wait > 0 {
+		e.exp.linkPaced.Store(true)
+		return Sample{}, false, wait
+	}
+	e.exp.linkPaced.Store(false)
 	if ok, wait := e.budget.take(now); !ok {
 		return Sample{}, false, max(wait, time.Millisecond)
 	}
+	e.link.spend(sampleBytes(p.s), now)
 	e.exp.lim.AllowN(now, 1) // there is a token: checked above, under exp.mu
-	key := e.exp.order[0]
 	e.exp.order = e.exp.order[1:]
-	q := e.exp.items[key]
-	p := q[0]
 	if len(q) == 1 {
 		delete(e.exp.items, key)
 	} else {
@@ -364,21 +417,30 @@ func (e *egress) batchedPending() int {
 }
 
 // sendExpress hands s to the sink and counts the outcome.
-func (e *egress) sendExpress(sink DeviceSink, s Sample) error {
+func (e *egress) sendExpress(sink DeviceSink, s Sample, now time.Time) error {
 	err := sink.SendExpress(s)
-	e.count(LaneExpress, 1, err)
+	e.countCrit(LaneExpress, 1, 1, err, now)
 	return err
 }
 
-func (e *egress) count(l Lane, n int, err error) {
+func (e *egress) count(l Lane, n int, err error) { e.countCrit(l, n, 0, err, time.Time{}) }
+
+// countCrit is count for n samples of which crit are of critical routes.
+func (e *egress) countCrit(l Lane, n, crit int, err error, now time.Time) {
+	if l == LaneExpress {
+		crit = n
+	}
+	if err != nil {
+		e.drop(l, DropCongestion, n-crit, false, now)
+		e.drop(l, DropCongestion, crit, true, now)
+	}
 	switch {
 	case err == nil:
 		e.stats.lanes[l].forwarded.Add(uint64(n))
+		e.stats.critForwarded.Add(uint64(crit))
 	case errors.Is(err, ErrCongested):
-		e.stats.drop(l, DropCongestion, n)
 		e.log.once(l, DropCongestion, "device link congested", slog.Int("samples", n))
 	default:
-		e.stats.drop(l, DropCongestion, n)
 		e.stats.errors.Add(1)
 		e.log.once(l, DropCongestion, "device sink error", slog.Any("err", err), slog.Int("samples", n))
 	}
@@ -386,9 +448,12 @@ func (e *egress) count(l Lane, n int, err error) {
 
 // offerBatched runs s through the token bucket of its key and queues it for
 // the next flush, keeping at most policy.batched.history samples per key
-// (the oldest is replaced: keep-latest). It never blocks.
-func (e *egress) offerBatched(s Sample, now time.Time) {
-	if e.oversize(LaneBatched, s) {
+// (the oldest is replaced: keep-latest). crit says the route is critical (a
+// demoted critical route): its drops are counted and logged apart. It
+// never blocks.
+func (e *egress) offerBatched(s Sample, now time.Time, crit ...bool) {
+	critical := len(crit) > 0 && crit[0]
+	if e.oversize(LaneBatched, s, critical, now) {
 		return
 	}
 	e.bat.mu.Lock()
@@ -396,32 +461,40 @@ func (e *egress) offerBatched(s Sample, now time.Time) {
 	if !ok {
 		if len(e.bat.keys) >= e.pol.Batched.MaxKeys && !e.evictIdleLocked() {
 			e.bat.mu.Unlock()
-			e.stats.drop(LaneBatched, DropQueueFull, 1)
+			e.drop(LaneBatched, DropQueueFull, 1, critical, now)
 			e.log.once(LaneBatched, DropQueueFull, "batched lane full", slog.String("key", s.Key), slog.Int("max_keys", e.pol.Batched.MaxKeys))
 			return
 		}
-		q = &keyQueue{key: s.Key, lim: rate.NewLimiter(rate.Limit(e.bat.rate), e.pol.Batched.Burst)}
+		q = &keyQueue{key: s.Key, lim: rate.NewLimiter(rate.Limit(e.bat.rate), e.pol.Batched.Burst), held: numReasons}
 		e.bat.keys[s.Key] = q
 		e.bat.order = append(e.bat.order, q)
 	}
+	q.crit = critical
 	if !admit(q.lim, now) {
 		e.bat.mu.Unlock()
-		e.stats.drop(LaneBatched, DropRateLimit, 1)
-		return // by design at every sample: counted, not logged
+		e.drop(LaneBatched, DropRateLimit, 1, critical, now)
+		return // by design at every sample: counted, not logged (a critical one: rate-limited log)
 	}
-	replaced := false
+	replaced, why := false, DropCongestion
 	if len(q.items) >= e.pol.Batched.History {
 		copy(q.items, q.items[1:])
 		q.items = q.items[:len(q.items)-1]
 		replaced = true
+		if q.held != numReasons {
+			why = q.held
+		}
 	} else {
 		e.bat.pending++
 	}
 	q.items = append(q.items, s)
+	first := e.bat.pending == 1 && !replaced
 	e.bat.mu.Unlock()
 	if replaced {
-		e.stats.drop(LaneBatched, DropCongestion, 1)
-		e.log.once(LaneBatched, DropCongestion, "a newer sample of the key replaced a pending one (keep-latest)", slog.String("key", s.Key))
+		e.drop(LaneBatched, why, 1, critical, now)
+		e.log.once(LaneBatched, why, "a newer sample of the key replaced a pending one (keep-latest)", slog.String("key", s.Key))
+	}
+	if first && e.wakeBatched != nil {
+		e.wakeBatched()
 	}
 }
 
@@ -455,17 +528,48 @@ func (e *egress) evictIdleLocked() bool {
 	return false
 }
 
-// flush takes what the batched lane sends at now: per key, samples older
-// than stale_after are dropped (stale), then at most RingDepth of the newest
-// are kept (the rest: ring_budget). Keys come in first-arrival order.
+// flush takes what the batched lane sends at now. Per key, samples older
+// than stale_after are dropped (stale) and at most RingDepth of the newest
+// are kept (the rest: ring_budget). Then, per subscription of the device
+// (a wildcard subscription covers all its keys), at most RingDepth samples
+// go in one flush, and only as many bytes as the link budget allows (after
+// the express lane, which borrows first): what does not fit stays pending
+// for the next flush (a newer sample of its key replaces it, counted as
+// ring_budget or link_budget). Keys come in first-arrival order; after a
+// flush that held samples back the next one starts one key later, so every
+// key gets its turn.
 func (e *egress) flush(now time.Time, out []Sample) []Sample {
 	e.bat.mu.Lock()
 	defer e.bat.mu.Unlock()
 	if e.bat.pending == 0 {
 		return out
 	}
-	stale, budget := 0, 0
-	for _, q := range e.bat.order {
+	type count struct{ all, crit int }
+	var stale, budget count
+	add := func(c *count, n int, crit bool) {
+		c.all += n
+		if crit {
+			c.crit += n
+		}
+	}
+	if e.bat.perSub == nil {
+		e.bat.perSub = map[int]int{}
+	}
+	if now.Sub(e.bat.winAt) >= e.shape.FlushInterval || now.Before(e.bat.winAt) {
+		clear(e.bat.perSub)
+		e.bat.winAt = now
+	}
+	e.bat.outCrit = 0
+	e.bat.retry = 0
+	var linkWait time.Duration
+	ringHeld := false
+	n := len(e.bat.order)
+	start := e.bat.rot % max(n, 1)
+	pending, held := 0, false
+	linkFull := false
+	for i := range n {
+		q := e.bat.order[(start+i)%n]
+		q.held = numReasons
 		if len(q.items) == 0 {
 			continue
 		}
@@ -473,29 +577,112 @@ func (e *egress) flush(now time.Time, out []Sample) []Sample {
 		fresh := items[:0]
 		for _, s := range items {
 			if now.Sub(s.Time) > e.pol.Batched.StaleAfter {
-				stale++
+				add(&stale, 1, q.crit)
 				continue
 			}
 			fresh = append(fresh, s)
 		}
 		if extra := len(fresh) - e.shape.RingDepth; extra > 0 {
-			budget += extra
+			add(&budget, extra, q.crit)
 			fresh = fresh[extra:]
 		}
-		out = append(out, fresh...)
-		clear(items)
-		q.items = items[:0]
+		subs := e.subsLocked(q)
+		keep := items[:0]
+		for _, s := range fresh {
+			if !e.subsRoom(subs) {
+				keep = append(keep, s)
+				q.held = DropRingBudget
+				ringHeld = true
+				continue
+			}
+			if w := e.link.wait(sampleBytes(s), false, now); linkFull || w > 0 {
+				if !linkFull {
+					linkWait = w
+				}
+				linkFull = true
+				keep = append(keep, s)
+				q.held = DropLinkBudget
+				continue
+			}
+			e.link.spend(sampleBytes(s), now)
+			for _, i := range subs {
+				e.bat.perSub[i]++
+			}
+			out = append(out, s)
+			if q.crit {
+				e.bat.outCrit++
+			}
+		}
+		clear(items[len(keep):])
+		q.items = keep
+		pending += len(keep)
+		held = held || len(keep) > 0
 	}
-	e.bat.pending = 0
-	if stale > 0 {
-		e.stats.drop(LaneBatched, DropStale, stale)
+	e.bat.pending = pending
+	if held {
+		e.bat.rot++
+		// Try again when the link budget has the bytes, or when the flush
+		// window ends for samples held by the ring budget.
+		if ringHeld {
+			e.bat.retry = e.bat.winAt.Add(e.shape.FlushInterval).Sub(now)
+		}
+		if linkFull && (e.bat.retry <= 0 || linkWait < e.bat.retry) {
+			e.bat.retry = linkWait
+		}
+	}
+	if stale.all > 0 {
+		e.drop(LaneBatched, DropStale, stale.all-stale.crit, false, now)
+		e.drop(LaneBatched, DropStale, stale.crit, true, now)
 		e.log.once(LaneBatched, DropStale, "samples went stale before their flush", slog.Duration("stale_after", e.pol.Batched.StaleAfter))
 	}
-	if budget > 0 {
-		e.stats.drop(LaneBatched, DropRingBudget, budget)
+	if budget.all > 0 {
+		e.drop(LaneBatched, DropRingBudget, budget.all-budget.crit, false, now)
+		e.drop(LaneBatched, DropRingBudget, budget.crit, true, now)
 		e.log.once(LaneBatched, DropRingBudget, "more samples of one key per flush than the device's ring depth", slog.Int("ring_depth", e.shape.RingDepth))
 	}
 	return out
+}
+
+// subsLocked is the device's subscriptions that include q's key, refreshed
+// when the subscription list changed.
+func (e *egress) subsLocked(q *keyQueue) []int {
+	if e.subsOf == nil {
+		return nil
+	}
+	if gen := e.subsOf.subsGen(); q.subs == nil || q.gen != gen {
+		q.gen, q.subs = gen, e.subsOf.subsFor(q.key)
+	}
+	return q.subs
+}
+
+// subsSource is the device's subscription list as the ring budget sees it.
+type subsSource interface {
+	// subsGen changes whenever the list changes.
+	subsGen() uint64
+	// subsFor lists the indices of the subscriptions that include key
+	// (never nil: empty when none does).
+	subsFor(key string) []int
+}
+
+// subsRoom reports whether every subscription in subs has room for one
+// more sample in this flush (RingDepth each); nil subs: the key alone,
+// already bounded per key.
+func (e *egress) subsRoom(subs []int) bool {
+	for _, i := range subs {
+		if e.bat.perSub[i] >= e.shape.RingDepth {
+			return false
+		}
+	}
+	return true
+}
+
+// batchedHeld reports whether samples wait for a later flush, and when
+// to try again (the link budget's wait, or the end of the flush window; 0:
+// the next flush on the cadence).
+func (e *egress) batchedHeld() (bool, time.Duration) {
+	e.bat.mu.Lock()
+	defer e.bat.mu.Unlock()
+	return e.bat.pending > 0, e.bat.retry
 }
 
 // setBatchedRate changes every key's token bucket (class change).
@@ -574,4 +761,64 @@ func (o *onceLogger) once(l Lane, r DropReason, msg string, attrs ...slog.Attr) 
 		args = append(args, a)
 	}
 	o.log.Warn("dropping samples: "+msg+" (logged once per cause and device)", args...)
+}
+
+// critLogger logs dropped samples of critical routes of one device, rate
+// limited (issue 10 item 3): per reason, the first drop is logged at once,
+// then at most one line per interval carrying the count since the
+// previous line; tick flushes a count left over when drops stop. Every
+// line is one device and one reason.
+type critLogger struct {
+	log      *slog.Logger
+	interval time.Duration
+	mu       sync.Mutex
+	next     [numReasons]time.Time // no line before
+	pending  [numReasons]uint64    // drops not yet in a line
+}
+
+func (c *critLogger) note(r DropReason, n int, now time.Time) {
+	if c == nil || c.log == nil || n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	c.pending[r] += uint64(n)
+	line := c.due(r, now)
+	c.mu.Unlock()
+	if line > 0 {
+		c.emit(r, line)
+	}
+}
+
+// due takes the pending count of r when a line is due at now (0: none).
+func (c *critLogger) due(r DropReason, now time.Time) uint64 {
+	if c.pending[r] == 0 || now.Before(c.next[r]) {
+		return 0
+	}
+	n := c.pending[r]
+	c.pending[r] = 0
+	c.next[r] = now.Add(c.interval)
+	return n
+}
+
+// tick writes the lines due at now for drops counted since the last line.
+func (c *critLogger) tick(now time.Time) {
+	if c == nil || c.log == nil {
+		return
+	}
+	var lines [numReasons]uint64
+	c.mu.Lock()
+	for r := range numReasons {
+		lines[r] = c.due(r, now)
+	}
+	c.mu.Unlock()
+	for r, n := range lines {
+		if n > 0 {
+			c.emit(DropReason(r), n)
+		}
+	}
+}
+
+func (c *critLogger) emit(r DropReason, n uint64) {
+	c.log.Warn("critical samples dropped", slog.String("reason", r.String()), slog.Uint64("count", n),
+		slog.Duration("interval", c.interval))
 }

@@ -15,7 +15,9 @@ import (
 // longer than that, arriving faster than a device's express goroutine is
 // scheduled, would otherwise drop samples (counted as congestion) although
 // the device keeps up.
-// Devices with a ceiling are paced on purpose and are not waited for.
+// Devices with a ceiling, and devices whose critical traffic alone exceeds
+// their link budget (policy.link), are paced on purpose and are not waited
+// for: one slow device never slows the route for the others.
 func (g *Gateway) WaitExpressDrained(key string, max time.Duration) bool {
 	var deadline time.Time
 	for {
@@ -36,7 +38,7 @@ func (g *Gateway) WaitExpressDrained(key string, max time.Duration) bool {
 func (g *Gateway) expressPending(key string) bool {
 	for _, d := range *g.devices.Load() {
 		e := d.egress()
-		if e.shape.ExpressRate > 0 {
+		if e.shape.ExpressRate > 0 || e.exp.linkPaced.Load() {
 			continue
 		}
 		e.exp.mu.Lock()

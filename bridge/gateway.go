@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -46,6 +47,9 @@ type Options struct {
 	// housekeeping goroutine; in EMERGENCY the lead publishes Diagnostics()
 	// (DDS /diagnostics, Zenoh @picobridge/diagnostics).
 	OnModeChange func(ModeChange)
+	// HostStats reads the host's CPU steal and load for the
+	// gateway-health guard; nil: ReadHostStats (/proc).
+	HostStats func() (HostStats, error)
 }
 
 // Gateway is the policy core: devices with their lanes and classifiers,
@@ -68,8 +72,15 @@ type Gateway struct {
 	profile map[string]resolvedProfile
 
 	ingressLag atomic.Int64 // max ns spent in Publish since the last reading
+	wakeLag    lagMeter     // lateness of the housekeeping ticks since the last classifier evaluation
+	probeNext  int          // next device (index into devices) the probe tick serves
+	probeCarry float64      // fractional probes owed by the probe tick
 	errors     atomic.Int64 // ingress errors since the last reading
 	started    time.Time
+
+	sched     *scheduler // serves every device's lanes (sched.go)
+	schedOnce sync.Once
+	guard     *healthGuard // the gateway's own lag (health.go)
 
 	wg      sync.WaitGroup
 	ctx     context.Context
@@ -160,6 +171,8 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 		}
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
+	g.sched = newScheduler(g.ctx, g.clock.Now)
+	g.guard = newHealthGuard(cfg.Classifier, opts.HostStats)
 	return g, nil
 }
 
@@ -211,26 +224,40 @@ func (g *Gateway) Close() error {
 	return nil
 }
 
+// lagTick is the period of the gateway's wake-up lag meter: a ticker
+// whose lateness is the scheduler's wake-up delay (the gateway-health guard).
+const lagTick = 10 * time.Millisecond
+
 func (g *Gateway) housekeeping() {
 	cl := g.cfg.Classifier
-	probe := time.NewTicker(cl.ProbeInterval)
+	probe := time.NewTicker(probeTick(cl.ProbeInterval))
 	eval := time.NewTicker(cl.EvaluationInterval)
 	sup := time.NewTicker(g.cfg.Supervisor.EvaluationInterval)
+	lag := time.NewTicker(lagTick)
 	defer probe.Stop()
 	defer eval.Stop()
 	defer sup.Stop()
-	lastSup := g.clock.Now()
+	defer lag.Stop()
+	lastSup, lastLag := g.clock.Now(), g.clock.Now()
 	for {
 		select {
 		case <-g.ctx.Done():
 			return
+		case <-lag.C:
+			now := g.clock.Now()
+			g.wakeLag.note(now.Sub(lastLag) - lagTick)
+			lastLag = now
 		case <-probe.C:
 			if cl.Enabled {
-				g.probeAll(g.clock.Now())
+				g.probeSome(g.clock.Now(), probeTick(cl.ProbeInterval))
 			}
 		case <-eval.C:
+			now := g.clock.Now()
 			if cl.Enabled {
-				g.evaluateAll(g.clock.Now())
+				g.evaluateAll(now)
+			}
+			for _, d := range *g.devices.Load() {
+				d.egress().crit.tick(now)
 			}
 		case <-sup.C:
 			now := g.clock.Now()
@@ -241,19 +268,69 @@ func (g *Gateway) housekeeping() {
 	}
 }
 
-// ProbeAll sends one ping to every attached device (the 5 Hz tick).
-func (g *Gateway) probeAll(now time.Time) {
-	for _, d := range g.Devices() {
-		d.probe(now)
+// probeTick is the period of the probe tick: probes are spread over the
+// probe interval in ten slices, not sent to the whole fleet at once.
+func probeTick(interval time.Duration) time.Duration { return max(interval/10, time.Millisecond) }
+
+// ProbeRate is how many pings per second the gateway sends over n devices:
+// one per device per classifier.probe_interval, at most
+// classifier.probe_budget per core (GOMAXPROCS).
+func (g *Gateway) ProbeRate(n int) float64 {
+	cl := g.cfg.Classifier
+	r := float64(n) / cl.ProbeInterval.Seconds()
+	if cl.ProbeBudget > 0 {
+		r = min(r, cl.ProbeBudget*float64(runtime.GOMAXPROCS(0)))
+	}
+	return r
+}
+
+// probeSome is the probe tick: it pings the next devices in turn, as many
+// as ProbeRate allows in one tick, so every device is probed once per
+// probe_interval while the fleet fits the probe budget, and less often,
+// evenly, beyond it.
+func (g *Gateway) probeSome(now time.Time, tick time.Duration) {
+	ds := *g.devices.Load()
+	if len(ds) == 0 {
+		return
+	}
+	g.probeCarry += g.ProbeRate(len(ds)) * tick.Seconds()
+	k := int(g.probeCarry)
+	g.probeCarry -= float64(k)
+	k = min(k, len(ds))
+	for range k {
+		g.probeNext %= len(ds)
+		ds[g.probeNext].probe(now)
+		g.probeNext++
 	}
 }
 
-// evaluateAll runs every device's classifier evaluation (the 1 Hz tick).
+// evaluateAll runs every device's classifier evaluation (the 1 Hz tick),
+// or, while the gateway-health guard finds the gateway's own lag, CPU
+// steal or load too high, suspends it for every device.
 func (g *Gateway) evaluateAll(now time.Time) {
-	for _, d := range g.Devices() {
-		d.evaluate(now)
+	lag := max(g.wakeLag.swap(), g.sched.lagSwap())
+	ds := g.Devices()
+	guard := g.guard.observe(now, lag, g.windowSpan(len(ds)))
+	for _, d := range ds {
+		if why := d.evaluate(now, guard); why != "" {
+			g.guard.counted(why)
+		}
 	}
 }
+
+// windowSpan is how long the classifier window takes to fill with new
+// probes at the current probe rate, plus the probe timeout.
+func (g *Gateway) windowSpan(n int) time.Duration {
+	cl := g.cfg.Classifier
+	per := cl.ProbeInterval
+	if r := g.ProbeRate(n); r > 0 && n > 0 {
+		per = max(per, time.Duration(float64(n)/r*float64(time.Second)))
+	}
+	return time.Duration(cl.Window)*per + cl.ProbeTimeout
+}
+
+// GatewayHealth is the gateway-health guard's last reading.
+func (g *Gateway) GatewayHealth() GatewayHealth { return g.guard.status() }
 
 // Supervise takes one Health reading of the gateway and applies it; the
 // housekeeping goroutine calls it every supervisor.evaluation_interval.
@@ -375,17 +452,26 @@ func (g *Gateway) Attach(id DeviceIdentity, sink DeviceSink) (*Device, error) {
 			return nil, fmt.Errorf("bridge: device zid %q is not hex", id.ZID)
 		}
 	}
-	d := &Device{g: g, zid: zid, sink: sink, signalDone: make(chan struct{})}
+	d := &Device{g: g, zid: zid, sink: sink}
+	d.expUnit = g.sched.newUnit(d.runExpress)
+	d.batUnit = g.sched.newUnit(d.runBatched)
+	d.flushBase = g.clock.Now()
+	if bs, ok := sink.(TxBacklogSource); ok {
+		d.link.backlog = bs.TxBacklogBytes
+	}
+	d.subsSnap.Store(&subsSnapshot{})
 	d.configure(g.match(zid, id.Name), id.Name)
 	g.mu.Lock()
 	if g.closed.Load() { // under mu: no goroutine is added once Close waits
 		g.mu.Unlock()
 		return nil, errors.New("bridge: gateway closed")
 	}
-	ds := append(slices.Clone(*g.devices.Load()), d)
+	g.schedOnce.Do(func() { g.sched.start(g.goOwned) })
+	// Append in place when the backing array has room: readers of the
+	// previous slice never look past its length, so this is O(1) amortized
+	// (copy on write only when it grows or on Detach).
+	ds := append(*g.devices.Load(), d)
 	g.devices.Store(&ds)
-	g.goOwned(d.expressLoop)
-	g.goOwned(d.batchLoop)
 	g.mu.Unlock()
 	g.log.Info("device attached", slog.String("device", d.Name()), slog.String("zid", zid))
 	return d, nil
@@ -458,7 +544,21 @@ type Device struct {
 	subs     []string
 	eg       *egress
 	cls      *Classifier
-	class    atomic.Uint32 // effective Class the lanes were last set for (read by Lane without a lock)
+	class    atomic.Uint32                // effective Class the lanes were last set for (read by Lane without a lock)
+	subsSnap atomic.Pointer[subsSnapshot] // subs for the lanes, read without d.mu (lock order)
+
+	// The two lanes as scheduler units (no goroutine of their own).
+	expUnit, batUnit *unit
+	// Batched-lane cadence, touched only by batUnit's run: the flush grid
+	// starts at flushBase (the last flush) and steps FlushInterval;
+	// flushAt is the next due flush (zero: none planned).
+	flushBase, flushAt time.Time
+	flushBuf           []Sample
+	// link is the device's byte budget (policy.link), kept across
+	// reconfigurations like budget.
+	link linkBudget
+	// linkEst is the TCP_INFO estimate's max filter (bytes/s per evaluation).
+	linkEst []float64
 
 	errSeen   atomic.Uint64          // sink errors already reported to the supervisor
 	probeName atomic.Pointer[string] // the name the responder subscribed with; nil: no responder
@@ -470,7 +570,32 @@ type Device struct {
 	probeDue        atomic.Bool
 	probeSkipLogged atomic.Bool
 	detached        atomic.Bool
-	signalDone      chan struct{}
+}
+
+// subsSnapshot is an immutable copy of a device's subscriptions with a
+// generation, for the lanes' ring budget (per subscription).
+type subsSnapshot struct {
+	gen  uint64
+	subs []string
+}
+
+func (d *Device) subsGen() uint64 { return d.subsSnap.Load().gen }
+
+func (d *Device) subsFor(key string) []int {
+	snap := d.subsSnap.Load()
+	out := []int{}
+	for i, s := range snap.subs {
+		if d.g.incl(s, key) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// storeSubsLocked publishes d.subs to the lanes (d.mu held).
+func (d *Device) storeSubsLocked() {
+	old := d.subsSnap.Load()
+	d.subsSnap.Store(&subsSnapshot{gen: old.gen + 1, subs: slices.Clone(d.subs)})
 }
 
 // configure applies a device configuration (nil: default); name is the
@@ -493,7 +618,8 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	prof := g.profile[key]
 	shape := ShapingOf(prof.capa)
 	stats := g.statsFor(name)
-	log := &onceLogger{log: g.log.With(slog.String("device", name), slog.String("zid", d.zid))}
+	dlog := g.log.With(slog.String("device", name), slog.String("zid", d.zid))
+	log := &onceLogger{log: dlog}
 	cls := NewClassifier(g.cfg.Classifier, now)
 	if dc != nil && dc.Class != "" {
 		cls.SetOverride(dc.Class, now)
@@ -502,9 +628,13 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	old := d.eg
 	d.name, d.conf, d.resolved, d.capa, d.shape = name, dc, prof.resolved, prof.capa, shape
 	d.eg = newEgress(name, shape, g.cfg.Policy, stats, log)
+	d.eg.crit = &critLogger{log: dlog, interval: g.cfg.Policy.CriticalDropLogInterval}
+	d.eg.wakeExpress, d.eg.wakeBatched, d.eg.subsOf = d.expUnit.wake, d.batUnit.wake, d
 	d.budget.setInterval(shape.SendInterval())
 	d.probeGate.setInterval(sendInterval(ProbeShare * shape.SendRate))
 	d.eg.budget = &d.budget
+	d.eg.link = &d.link
+	d.setLinkBudgetLocked(d.configuredLink(dc), now)
 	d.cls = cls
 	c := cls.Class()
 	d.class.Store(uint32(c))
@@ -512,10 +642,7 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	d.mu.Unlock()
 	if old != nil {
 		old.discard()
-		select { // wake the lane goroutines so they pick the new egress
-		case old.exp.signal <- struct{}{}:
-		default:
-		}
+		d.expUnit.wake() // the lanes pick the new egress
 	}
 	cls.OnTransition(func(t Transition) {
 		stats.transitions(t.To)
@@ -581,6 +708,7 @@ func (d *Device) DeclareSubscriber(keyexpr string) {
 	defer d.mu.Unlock()
 	if !slices.Contains(d.subs, keyexpr) {
 		d.subs = append(d.subs, keyexpr)
+		d.storeSubsLocked()
 	}
 }
 
@@ -596,6 +724,7 @@ func (d *Device) UndeclareSubscriber(keyexpr string) {
 	defer d.mu.Unlock()
 	if i := slices.Index(d.subs, keyexpr); i >= 0 {
 		d.subs = slices.Delete(d.subs, i, i+1)
+		d.storeSubsLocked()
 	}
 }
 
@@ -620,7 +749,8 @@ func (d *Device) Detach() {
 	ds := slices.DeleteFunc(slices.Clone(*d.g.devices.Load()), func(x *Device) bool { return x == d })
 	d.g.devices.Store(&ds)
 	d.g.mu.Unlock()
-	close(d.signalDone)
+	d.expUnit.stop()
+	d.batUnit.stop()
 	d.egress().discard()
 	d.g.log.Info("device detached", slog.String("device", d.Name()))
 }
@@ -675,14 +805,14 @@ func (d *Device) offer(s Sample, c Criticality, now time.Time) {
 	eg := d.egress()
 	switch mode := d.g.sup.Mode(); {
 	case mode == Emergency, mode == Degraded && lane == LaneBatched:
-		eg.stats.drop(lane, DropSuspended, 1)
+		eg.drop(lane, DropSuspended, 1, c == Critical, now)
 		eg.log.once(lane, DropSuspended, "forwarding suspended by the supervisor", slog.String("mode", mode.String()))
 		return
 	}
 	if lane == LaneExpress {
 		eg.offerExpress(s, now)
 	} else {
-		eg.offerBatched(s, now)
+		eg.offerBatched(s, now, c == Critical)
 	}
 }
 
@@ -721,15 +851,12 @@ func (d *Device) probe(now time.Time) {
 			eg.log.log.Warn("probe skipped: no send budget left for a whole probe interval (not counted as loss; logged once per device)")
 		}
 	}
-	select {
-	case eg.exp.signal <- struct{}{}:
-	default:
-	}
+	d.expUnit.wake()
 }
 
 // sendProbe records a ping with the classifier and hands it to the sink.
 func (d *Device) sendProbe(eg *egress, name string, now time.Time) {
-	ping := d.Classifier().Ping(now)
+	ping := d.Classifier().PingAfter(now, d.link.selfDelay(now))
 	eg.stats.probes.Add(1)
 	if err := d.sink.SendProbe(PingKey(name), ping); err != nil && !errors.Is(err, ErrCongested) {
 		eg.log.once(LaneExpress, DropCongestion, "probe not sent", slog.Any("err", err))
@@ -755,9 +882,13 @@ func (d *Device) sendDueProbe(eg *egress, now time.Time) (sent bool, wait time.D
 	return true, 0
 }
 
-func (d *Device) evaluate(now time.Time) {
+// evaluate runs the device's classifier evaluation under the guard's
+// verdict and returns the reason it was suspended (empty: applied, or no
+// responder).
+func (d *Device) evaluate(now time.Time, guard Guard) string {
+	d.estimateLink(now)
 	if d.probeName.Load() == nil {
-		return // no responder: no readings, the class stays UNKNOWN (or the override)
+		return "" // no responder: no readings, the class stays UNKNOWN (or the override)
 	}
 	cls := d.Classifier()
 	if d.g.cfg.Classifier.TCPInfo {
@@ -767,74 +898,144 @@ func (d *Device) evaluate(now time.Time) {
 			}
 		}
 	}
-	cls.Evaluate(now)
-	d.refreshClass(now)
+	_, why := cls.EvaluateGuarded(now, guard)
+	if why == "" {
+		d.refreshClass(now)
+	}
+	return why
 }
 
-// expressLoop sends express samples as they come, paced by the device's
-// express rate ceiling and send budget, and, when no express sample waits,
-// the probe pings of a device with a send budget.
-func (d *Device) expressLoop() {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		eg := d.egress()
-		now := d.g.clock.Now()
+// configuredLink is the device's configured link budget in bytes/s
+// (devices.list[].link_bytes_per_s, else policy.link.bytes_per_s); 0: none.
+func (d *Device) configuredLink(dc *DeviceConfig) float64 {
+	if dc != nil && dc.LinkBytesPerS > 0 {
+		return dc.LinkBytesPerS
+	}
+	return d.g.cfg.Policy.Link.BytesPerS
+}
+
+// setLinkBudgetLocked applies a link budget (bytes/s, 0: none) to the
+// lanes and, through the sink (TxRateSetter), to the transport's pacing:
+// both at the budget × policy.link.headroom.
+func (d *Device) setLinkBudgetLocked(budget float64, now time.Time) {
+	l := d.g.cfg.Policy.Link
+	d.link.set(budget, l.Headroom, l.Burst, now)
+	if ts, ok := d.sink.(TxRateSetter); ok {
+		_, r := d.link.Rate()
+		ts.SetTxRate(r)
+	}
+}
+
+// linkEstWindow is how many evaluations the TCP_INFO estimate's max filter spans.
+const linkEstWindow = 10
+
+// estimateLink updates an estimated link budget (policy.link.estimate:
+// tcp_info, no budget configured): the largest of the socket's delivery
+// and pacing rates over the last linkEstWindow evaluations, at least
+// policy.link.min_bytes_per_s.
+func (d *Device) estimateLink(now time.Time) {
+	l := d.g.cfg.Policy.Link
+	if l.Estimate != LinkEstimateTCPInfo {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.configuredLink(d.conf) > 0 {
+		return
+	}
+	ti, ok := d.sink.(TCPInfoSource)
+	if !ok {
+		return
+	}
+	info, err := ti.TCPInfo()
+	if err != nil {
+		return
+	}
+	r := float64(info.DeliveryRate)
+	if info.PacingRate > 0 && info.PacingRate < 1<<62 { // ^0: no pacing
+		r = max(r, float64(info.PacingRate))
+	}
+	if r <= 0 {
+		return
+	}
+	d.linkEst = append(d.linkEst, r)
+	if len(d.linkEst) > linkEstWindow {
+		d.linkEst = d.linkEst[len(d.linkEst)-linkEstWindow:]
+	}
+	est := max(slices.Max(d.linkEst), l.MinBytesPerS)
+	d.setLinkBudgetLocked(est, now)
+}
+
+// expressQuantum is the most express sends (samples and pings) of one
+// device per scheduler run; then its unit goes to the back of the ready
+// queue, so one busy device does not hold a worker from the others.
+const expressQuantum = 32
+
+// runExpress is the express lane's scheduler unit: it sends express samples
+// as they come, paced by the device's express rate ceiling, send budget and
+// link budget, and, when no express sample waits, the probe pings of a
+// device with a send budget. It returns how long until it may send again
+// (0: nothing waits; it is woken by the next offer or probe).
+func (d *Device) runExpress(now time.Time) time.Duration {
+	if d.detached.Load() {
+		return 0
+	}
+	eg := d.egress()
+	for range expressQuantum {
 		s, ok, wait := eg.nextExpress(now)
 		if ok {
-			_ = eg.sendExpress(d.sink, s)
+			_ = eg.sendExpress(d.sink, s, now)
+			now = d.g.clock.Now()
 			continue
 		}
 		sent, pwait := d.sendDueProbe(eg, now)
 		if sent {
+			now = d.g.clock.Now()
 			continue
 		}
 		if pwait > 0 && (wait == 0 || pwait < wait) {
 			wait = pwait
 		}
-		var tc <-chan time.Time
-		if wait > 0 {
-			timer.Reset(wait)
-			tc = timer.C
-		}
-		select {
-		case <-d.g.ctx.Done():
-			return
-		case <-d.signalDone:
-			return
-		case <-eg.exp.signal:
-		case <-tc:
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
+		return wait
 	}
+	return runNow
 }
 
-// batchLoop flushes the batched lane every FlushInterval.
-func (d *Device) batchLoop() {
-	t := time.NewTimer(d.flushInterval())
-	defer t.Stop()
-	var buf []Sample
-	for {
-		select {
-		case <-d.g.ctx.Done():
-			return
-		case <-d.signalDone:
-			return
-		case <-t.C:
-		}
-		var wait time.Duration
-		buf, wait = d.flushBudgeted(buf[:0])
-		if wait > 0 { // out of budget: the samples coalesce (keep-latest) until the token
-			t.Reset(wait)
-		} else {
-			t.Reset(d.flushInterval())
-		}
+// runBatched is the batched lane's scheduler unit: a flush on the device's
+// cadence (the grid flushBase + k·FlushInterval, as a ticker would), only
+// while samples are pending, so an idle device costs nothing.
+func (d *Device) runBatched(now time.Time) time.Duration {
+	if d.detached.Load() {
+		return 0
 	}
+	eg := d.egress()
+	if eg.batchedPending() == 0 {
+		d.flushAt = time.Time{}
+		return 0
+	}
+	iv := d.flushInterval()
+	if d.flushAt.IsZero() {
+		k := now.Sub(d.flushBase)/iv + 1
+		d.flushAt = d.flushBase.Add(k * iv)
+	}
+	if now.Before(d.flushAt) {
+		return d.flushAt.Sub(now)
+	}
+	var wait time.Duration
+	d.flushBuf, wait = d.flushBudgeted(d.flushBuf[:0])
+	if wait > 0 { // out of budget: the samples coalesce (keep-latest) until the token
+		d.flushAt = now.Add(wait)
+		return wait
+	}
+	d.flushBase, d.flushAt = now, time.Time{}
+	if held, retry := eg.batchedHeld(); held { // held back by the ring or link budget
+		if retry <= 0 || retry > iv {
+			retry = iv
+		}
+		d.flushAt = now.Add(retry)
+		return retry
+	}
+	return 0
 }
 
 // flushBudgeted is batchLoop's flush: with nothing pending it sends
@@ -881,8 +1082,11 @@ func (d *Device) Flush(buf []Sample) []Sample {
 func (d *Device) flushNow(eg *egress, now time.Time, buf []Sample) []Sample {
 	out := eg.flush(now, buf)
 	if len(out) > 0 {
+		eg.bat.mu.Lock()
+		crit := eg.bat.outCrit
+		eg.bat.mu.Unlock()
 		eg.stats.flushes.Add(1)
-		eg.count(LaneBatched, len(out), d.sink.SendBatch(out))
+		eg.countCrit(LaneBatched, len(out), crit, d.sink.SendBatch(out), now)
 	}
 	clear(out)
 	return out

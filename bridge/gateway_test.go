@@ -351,7 +351,9 @@ supervisor:
 func TestProbeLoopClassifiesDevice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := prometheus.NewPedanticRegistry()
-		g := newGateway(t, testConfig(t, twoDevices), reg)
+		cfg := testConfig(t, twoDevices)
+		cfg.Classifier.Dwell = 0 // demote and promote within seconds (dwell: TestClassifierDwell)
+		g := newGateway(t, cfg, reg)
 		var mu sync.Mutex
 		rtt := 5 * time.Millisecond
 		sink := &fakeSink{}

@@ -26,6 +26,12 @@ const (
 	MetricSupervisorMode       = "picobridge_bridge_supervisor_mode"
 	MetricSupervisorTransition = "picobridge_bridge_supervisor_transitions_total"
 	MetricQueueOccupancy       = "picobridge_bridge_queue_occupancy_ratio"
+	MetricCriticalDropped      = "picobridge_bridge_critical_samples_dropped_total"
+	MetricLinkBudget           = "picobridge_device_link_budget_bytes_per_second"
+	MetricClassifierSuspended  = "picobridge_classifier_suspended_total"
+	MetricClassifierSuspending = "picobridge_classifier_suspended"
+	MetricWakeupLag            = "picobridge_gateway_wakeup_lag_seconds"
+	MetricCPUSteal             = "picobridge_gateway_cpu_steal_ratio"
 )
 
 var (
@@ -74,6 +80,24 @@ var (
 	descOccupancy = prometheus.NewDesc(MetricQueueOccupancy,
 		"Samples pending in all lanes over what all lanes can hold, at the last supervisor evaluation (0..1).",
 		nil, nil)
+	descCritDropped = prometheus.NewDesc(MetricCriticalDropped,
+		"Samples of critical routes not forwarded to the device, whatever their lane, by reason.",
+		[]string{"device", "reason"}, nil)
+	descLinkBudget = prometheus.NewDesc(MetricLinkBudget,
+		"The device link's byte budget (configured or estimated); 0: none.",
+		[]string{"device"}, nil)
+	descSuspended = prometheus.NewDesc(MetricClassifierSuspended,
+		"Device classifier evaluations the gateway-health guard suspended (the gateway's own lag explained the probes' delay), by reason.",
+		[]string{"reason"}, nil)
+	descSuspending = prometheus.NewDesc(MetricClassifierSuspending,
+		"Devices whose last classifier evaluation the gateway-health guard suspended.",
+		nil, nil)
+	descWakeupLag = prometheus.NewDesc(MetricWakeupLag,
+		"Largest lateness of the gateway's own timers over the last classifier evaluation interval (scheduler wake-up delay).",
+		nil, nil)
+	descSteal = prometheus.NewDesc(MetricCPUSteal,
+		"Host CPU steal ratio (/proc/stat) at the last classifier evaluation (0 unless classifier.suspend.steal or .load is on).",
+		nil, nil)
 )
 
 // collector reads the gateway's counters at scrape time: counters live in
@@ -87,7 +111,8 @@ func registerMetrics(r prometheus.Registerer, g *Gateway) error {
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuildInfo, descClass, descRTT, descLoss, descProbes, descTransitions,
-		descAttached, descForwarded, descDropped, descDepth, descFlushes, descSinkErrors, descMode, descSupTransitions, descOccupancy} {
+		descAttached, descForwarded, descDropped, descDepth, descFlushes, descSinkErrors, descMode, descSupTransitions, descOccupancy,
+		descCritDropped, descLinkBudget, descSuspended, descSuspending, descWakeupLag, descSteal} {
 		ch <- d
 	}
 }
@@ -118,6 +143,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descFlushes, prometheus.CounterValue, float64(s.flushes.Load()), s.label)
 		ch <- prometheus.MustNewConstMetric(descSinkErrors, prometheus.CounterValue, float64(s.errors.Load()), s.label)
 		ch <- prometheus.MustNewConstMetric(descProbes, prometheus.CounterValue, float64(s.probes.Load()), s.label)
+		for r := range numReasons {
+			ch <- prometheus.MustNewConstMetric(descCritDropped, prometheus.CounterValue, float64(s.critDropped[r].Load()), s.label, r.String())
+		}
 		for to := range Class(len(s.trans)) {
 			ch <- prometheus.MustNewConstMetric(descTransitions, prometheus.CounterValue, float64(s.trans[to].Load()), s.label, to.Label())
 		}
@@ -152,6 +180,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descRTT, prometheus.GaugeValue, st.Reading.RTT.Seconds(), label)
 		ch <- prometheus.MustNewConstMetric(descLoss, prometheus.GaugeValue, st.Reading.Loss, label)
+		budget, _ := d.link.Rate()
+		ch <- prometheus.MustNewConstMetric(descLinkBudget, prometheus.GaugeValue, budget, label)
 	}
 	for _, s := range stats {
 		v := 0.0
@@ -178,4 +208,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descSupTransitions, prometheus.CounterValue, float64(st.Transitions))
 	ch <- prometheus.MustNewConstMetric(descOccupancy, prometheus.GaugeValue, st.Health.QueueOccupancy)
+	gh := g.guard.status()
+	for _, r := range suspendReasons {
+		ch <- prometheus.MustNewConstMetric(descSuspended, prometheus.CounterValue, float64(gh.SuspendedTotal[r]), r)
+	}
+	ch <- prometheus.MustNewConstMetric(descSuspending, prometheus.GaugeValue, float64(gh.SuspendedDevices))
+	ch <- prometheus.MustNewConstMetric(descWakeupLag, prometheus.GaugeValue, gh.WakeupLag.Seconds())
+	ch <- prometheus.MustNewConstMetric(descSteal, prometheus.GaugeValue, gh.Steal)
 }

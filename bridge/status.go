@@ -27,7 +27,10 @@ type DevicezOptions struct {
 type DevicezResponse struct {
 	Now        time.Time        `json:"now"`
 	Supervisor SupervisorStatus `json:"supervisor"`
-	Devices    []DeviceStatus   `json:"devices"`
+	// Gateway is the gateway-health guard's reading: its own wake-up lag,
+	// CPU steal and load, and whether classifier judgement is suspended.
+	Gateway GatewayHealth  `json:"gateway_health"`
+	Devices []DeviceStatus `json:"devices"`
 }
 
 // DeviceStatus is one device's state.
@@ -47,6 +50,22 @@ type DeviceStatus struct {
 	// ProbesSkipped counts pings not sent for want of send budget
 	// (Shaping.SendRate); they are not counted as loss.
 	ProbesSkipped uint64 `json:"probes_skipped"`
+	// Link is the device link's byte budget.
+	Link LinkStatus `json:"link"`
+	// CriticalDropped counts dropped samples of critical routes by reason
+	// (zero reasons left out).
+	CriticalDropped map[string]uint64 `json:"critical_dropped"`
+	// CriticalForwarded counts forwarded samples of critical routes, whatever their lane.
+	CriticalForwarded uint64 `json:"critical_forwarded"`
+}
+
+// LinkStatus is a device link's byte budget (policy.link).
+type LinkStatus struct {
+	BudgetBytesPerS float64 `json:"budget_bytes_per_s"` // 0: none
+	LaneBytesPerS   float64 `json:"lane_bytes_per_s"`   // budget × headroom: the lanes' and the transport's pacing
+	// SelfDelay is how long a message handed over now waits behind what the
+	// gateway already queued toward the device.
+	SelfDelay time.Duration `json:"self_delay_ns"`
 }
 
 // LaneStatus is one lane's counters and depth.
@@ -60,7 +79,7 @@ type LaneStatus struct {
 // Devicez reports every attached device (or one, opts.Device).
 func (g *Gateway) Devicez(opts DevicezOptions) DevicezResponse {
 	now := g.clock.Now()
-	r := DevicezResponse{Now: now, Supervisor: g.sup.Status(), Devices: []DeviceStatus{}}
+	r := DevicezResponse{Now: now, Supervisor: g.sup.Status(), Gateway: g.guard.status(), Devices: []DeviceStatus{}}
 	for _, d := range g.Devices() {
 		if opts.Device != "" && d.Name() != opts.Device {
 			continue
@@ -91,6 +110,15 @@ func (d *Device) status(now time.Time, transitions bool) DeviceStatus {
 	eg.bat.mu.Unlock()
 	e, b, lag := eg.depth(now)
 	s.ProbesSkipped = eg.stats.probesSkipped.Load()
+	s.Link.BudgetBytesPerS, s.Link.LaneBytesPerS = d.link.Rate()
+	s.Link.SelfDelay = d.link.selfDelay(now)
+	s.CriticalForwarded = eg.stats.critForwarded.Load()
+	s.CriticalDropped = map[string]uint64{}
+	for r := range numReasons {
+		if n := eg.stats.critDropped[r].Load(); n > 0 {
+			s.CriticalDropped[r.String()] = n
+		}
+	}
 	s.Lanes = map[string]LaneStatus{}
 	for l := range numLanes {
 		ls := LaneStatus{Forwarded: eg.stats.lanes[l].forwarded.Load(), Dropped: map[string]uint64{}}

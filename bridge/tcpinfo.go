@@ -13,6 +13,13 @@ type TCPInfo struct {
 	RTTVar       time.Duration `json:"rttvar_ns"` // tcpi_rttvar
 	TotalRetrans uint64        `json:"total_retrans"`
 	SegsOut      uint64        `json:"segs_out"`
+	// DeliveryRate and PacingRate are the kernel's tcpi_delivery_rate and
+	// tcpi_pacing_rate in bytes/s (0 when unknown): the link budget's
+	// estimate (policy.link.estimate: tcp_info).
+	DeliveryRate uint64 `json:"delivery_rate"`
+	PacingRate   uint64 `json:"pacing_rate"`
+	// NotSent is tcpi_notsent_bytes: bytes written but not yet sent.
+	NotSent uint64 `json:"notsent_bytes"`
 
 	retransRatio float64 // since the previous observation, set by ObserveTCP
 }
@@ -26,3 +33,19 @@ type TCPInfoSource interface {
 
 // ErrTCPInfoUnsupported is returned by ReadTCPInfo where TCP_INFO is not available.
 var ErrTCPInfoUnsupported = errors.New("tcp_info: not supported on this platform")
+
+// TxBacklogSource is what a DeviceSink may also implement so the lanes see
+// the bytes its transport session still holds (Session.TxBacklog): the
+// link budget counts them as spent and the classifier subtracts the delay
+// they cause from the device's probes.
+type TxBacklogSource interface {
+	TxBacklogBytes() int
+}
+
+// TxRateSetter is what a DeviceSink may also implement to pace the
+// device's transport session (Session.SetTxRate, bytes/s, 0: unpaced): the
+// gateway sets it to the link budget × policy.link.headroom, so the queue
+// forms in the gateway, where priority decides, not in the bottleneck.
+type TxRateSetter interface {
+	SetTxRate(bytesPerSecond float64)
+}

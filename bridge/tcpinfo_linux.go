@@ -30,5 +30,8 @@ func ReadTCPInfo(conn *net.TCPConn) (TCPInfo, error) {
 		RTTVar:       time.Duration(ti.Rttvar) * time.Microsecond,
 		TotalRetrans: uint64(ti.Total_retrans),
 		SegsOut:      uint64(ti.Segs_out),
+		DeliveryRate: ti.Delivery_rate,
+		PacingRate:   ti.Pacing_rate,
+		NotSent:      uint64(ti.Notsent_bytes),
 	}, nil
 }

@@ -25,7 +25,7 @@ import (
 // dds_sample_rejected, equal to the reader's count, in /routez's Dropped,
 // and in one warning per route and reason.
 func TestDDSInputLossCounted(t *testing.T) {
-	s := startTestServer(t, "zenoh:\n  listen: [tcp/127.0.0.1:0]\n")
+	s := startTestServer(t, "zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: 127.0.0.1:0\n") // not the default 9464: other processes on the host may hold it
 	var logs interop.SyncBuffer
 	s.log = slog.New(slog.NewTextHandler(&logs, nil))
 

@@ -182,6 +182,31 @@ func (k faceSink) SendBatch(samples []bridge.Sample) error {
 	return nil
 }
 
+var (
+	_ bridge.TxBacklogSource = faceSink{}
+	_ bridge.TxRateSetter    = faceSink{}
+)
+
+// TxBacklogBytes is what the device's transport session still holds
+// (Session.TxBacklog, all priorities): the link budget counts it as spent
+// and the classifier subtracts the delay it causes from the probes.
+func (k faceSink) TxBacklogBytes() int {
+	s := k.f.Session()
+	if s == nil {
+		return 0
+	}
+	b, _ := s.TxBacklog().Total()
+	return b
+}
+
+// SetTxRate paces the device's transport session (Session.SetTxRate) at the
+// link budget × policy.link.headroom.
+func (k faceSink) SetTxRate(bytesPerSecond float64) {
+	if s := k.f.Session(); s != nil {
+		s.SetTxRate(bytesPerSecond)
+	}
+}
+
 // SendProbe: best effort, express, RealTime.
 func (k faceSink) SendProbe(key string, payload []byte) error {
 	return sinkErr(k.f.Send(push(key, payload, qosExpress),

@@ -132,6 +132,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.stats = newServerMetrics(s.reg)
 
 	rc := zenohpath.RouterConfig{Logger: log.With("part", "router"), Transport: opts.Transport}
+	if rc.Transport.MaxReassembly == 0 { // transport.max_message_size (Options.Transport wins)
+		rc.Transport.MaxReassembly = opts.Config.Transport.MaxMessageSize
+	}
 	switch cfg.Zenoh.Mode {
 	case bridge.ModePeer:
 		rc.WhatAmI, rc.DialAs = wire.WhatAmIPeer, wire.WhatAmIPeer

@@ -44,6 +44,7 @@ type runOptions struct {
 	allClients    bool
 	logLevel      string
 	printConfig   bool
+	maxMsgSize    int
 	changed       func(string) bool
 	domainFromEnv string
 }
@@ -104,6 +105,7 @@ SIGINT or SIGTERM stops it.`,
 	f.BoolVar(&o.noDDS, "no-dds", false, "run the Zenoh side only")
 	f.BoolVar(&o.allClients, "devices-all-clients", false, "treat every client session as a device (lanes, devices.default profile) even without zid match or probe responder")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.IntVar(&o.maxMsgSize, "max-message-size", 0, fmt.Sprintf("largest Zenoh message in bytes, reassembled or sent (transport.max_message_size, %d..%d)", bridge.MinMaxMessageSize, bridge.MaxMaxMessageSize))
 	f.BoolVar(&o.printConfig, "print-config", false, "print the effective configuration (after file and flags) as YAML and exit")
 	return cmd
 }
@@ -176,6 +178,11 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 			v = ""
 		}
 		if err := set("metrics.listen", v); err != nil {
+			return nil, err
+		}
+	}
+	if changed("max-message-size") {
+		if err := cfg.OverrideFrom("--max-message-size", "transport.max_message_size", strconv.Itoa(o.maxMsgSize)); err != nil {
 			return nil, err
 		}
 	}

@@ -45,4 +45,18 @@ func TestRunConfigFlagsOverFile(t *testing.T) {
 	cfg, err = buildRunConfig(runOptions{})
 	require.NoError(t, err, "embedded default")
 	require.Equal(t, []string{"tcp/0.0.0.0:7447", "udp/0.0.0.0:7447"}, cfg.Zenoh.Listen)
+
+	require.Equal(t, 8<<20, cfg.Transport.MaxMessageSize, "default: 8 MiB")
+
+	// --max-message-size sets transport.max_message_size; out of range names the flag, the key and the range
+	mflag := func(n string) bool { return n == "max-message-size" }
+	cfg, err = buildRunConfig(runOptions{maxMsgSize: 3 << 20, changed: mflag})
+	require.NoError(t, err)
+	require.Equal(t, 3<<20, cfg.Transport.MaxMessageSize)
+	_, err = buildRunConfig(runOptions{maxMsgSize: 10, changed: mflag})
+	require.EqualError(t, err, "--max-message-size: transport.max_message_size: must be in 1024..1073741824 bytes (got 10)")
+	f2 := filepath.Join(dir, "m.yaml")
+	require.NoError(t, os.WriteFile(f2, []byte("transport:\n  max_message_size: 0\n"), 0o644))
+	_, err = buildRunConfig(runOptions{config: f2})
+	require.EqualError(t, err, f2+":2:21: transport.max_message_size: must be in 1024..1073741824 bytes (got 0)")
 }

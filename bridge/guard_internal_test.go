@@ -1,0 +1,95 @@
+package bridge
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/firmware"
+)
+
+// pongSink answers every ping after a delay, as a device would whose pongs
+// wait in the gateway's own backlog.
+type pongSink struct {
+	g     *Gateway
+	delay time.Duration
+	mu    sync.Mutex
+	pings int
+}
+
+func (s *pongSink) SendExpress(Sample) error { return nil }
+func (s *pongSink) SendBatch([]Sample) error { return nil }
+func (s *pongSink) SendProbe(key string, ping []byte) error {
+	s.mu.Lock()
+	s.pings++
+	s.mu.Unlock()
+	name, _, _ := ParseProbeKey(key)
+	time.AfterFunc(s.delay, func() {
+		if pong, err := Respond(ping, 0, 0); err == nil {
+			_ = s.g.HandlePong(PongKey(name), pong)
+		}
+	})
+	return nil
+}
+
+// A saturated gateway (issue 11: 3 000 probe-answering devices, probe RTT
+// ~400 ms from its own backlog, all demoted): while its own timers wake
+// ~350 ms late, the 380 ms probe RTTs of its devices are the gateway's, and
+// no device is demoted; the same RTTs without the gateway's lag demote
+// every device (the control run), so the guard is what keeps them.
+func TestSaturatedGatewayDemotesNoDevice(t *testing.T) {
+	cat, err := firmware.Catalog()
+	require.NoError(t, err)
+	run := func(t *testing.T, lagging bool) (demoted, suspended int) {
+		synctest.Test(t, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Classifier.Dwell = 0
+			g, err := New(cfg, Options{Catalog: cat})
+			require.NoError(t, err)
+			defer g.Close()
+			const n = 200
+			ds := make([]*Device, n)
+			for i := range ds {
+				ds[i], err = g.Attach(DeviceIdentity{ZID: fmt.Sprintf("%04x", i+1)}, &pongSink{g: g, delay: 380 * ms})
+				require.NoError(t, err)
+				ds[i].DeclareSubscriber(PingKey(fmt.Sprintf("d%d", i)))
+			}
+			if lagging { // the lateness the lag meter would measure on a saturated gateway
+				stop := make(chan struct{})
+				defer close(stop)
+				go func() {
+					tk := time.NewTicker(500 * ms)
+					defer tk.Stop()
+					for {
+						select {
+						case <-stop:
+							return
+						case <-tk.C:
+							g.wakeLag.note(350 * ms)
+						}
+					}
+				}()
+			}
+			g.Run()
+			time.Sleep(30 * time.Second)
+			synctest.Wait()
+			for _, d := range ds {
+				if d.Classifier().Class() == ClassNoncritical {
+					demoted++
+				}
+			}
+			suspended = int(g.GatewayHealth().SuspendedTotal[SuspendGatewayLag])
+		})
+		return demoted, suspended
+	}
+	demoted, suspended := run(t, true)
+	require.Zero(t, demoted, "no device blamed for the gateway's lag")
+	require.Positive(t, suspended)
+	demoted, suspended = run(t, false)
+	require.Equal(t, 200, demoted, "control: the same RTTs from the devices demote them")
+	require.Zero(t, suspended)
+}
