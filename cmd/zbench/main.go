@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/picobridge/picobridge/zenohpath/zbench"
+	"github.com/picobridge/picobridge/eval/zbench"
 )
 
 func main() {
