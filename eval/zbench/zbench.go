@@ -442,3 +442,12 @@ func loadAvg() string {
 func envLine(zenohVersion string) string {
 	return fmt.Sprintf("%d cores, load average %s at start, eclipse-zenoh %s", numCPU(), loadAvg(), zenohVersion)
 }
+
+// WriteDriver writes the embedded zbench.py (the Rust Zenoh side: router, pub, sub, ping,
+// pong roles; see its docstring) into dir and returns its path. Other harnesses
+// (eval/egress, eval/fleet) start the stock Rust router with it the same way zbench does:
+// `python3 -u zbench.py router --listen tcp/127.0.0.1:PORT`.
+func WriteDriver(dir string) (string, error) {
+	p := filepath.Join(dir, "zbench.py")
+	return p, os.WriteFile(p, driverScript, 0o644)
+}
