@@ -576,42 +576,76 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 		}
 	}
 
-	var rows []Row
+	// One row per (stream or group, device), in stream order.
+	type acc struct {
+		name          string
+		sent, dups, o int
+		seen          int
+		lat           []float64
+		seqs          []uint32
+		err           error
+	}
+	var order [][2]string
+	accs := map[[2]string]*acc{}
 	for _, p := range pubs {
 		if p.err != nil {
 			fmt.Fprintf(o.Log, "%s / %s: publisher %s: put error: %v\n", sc.ID, sys, p.st.Name, p.err)
+		}
+		name := p.st.Name
+		if p.st.Group != "" {
+			name = p.st.Group
 		}
 		for _, d := range sc.Devices {
 			r := recvs[[2]string{p.st.Name, d.Name}]
 			if r == nil {
 				continue
 			}
+			k := [2]string{name, d.Name}
+			a := accs[k]
+			if a == nil {
+				a = &acc{name: name}
+				accs[k] = a
+				order = append(order, k)
+			}
 			r.mu.Lock()
-			row := Row{Scenario: sc.ID, Title: sc.Title, System: sys, Stream: p.st.Name, Device: d.Name,
-				Sent: p.sent, Delivered: len(r.seen), Duplicates: r.dups, OutOfOrder: r.ooo,
-				P50: benchkit.Percentile(r.lat, 0.50), P99: benchkit.Percentile(r.lat, 0.99), Max: benchkit.Percentile(r.lat, 1),
-				Drops: drops, DropsKnown: m1 != nil, DropReasons: reasons,
-				RSSBase: u0.RSS, RSSGrowth: max(maxRSS-u0.RSS, 0), PeakRSS: u1.PeakRSS, CPU: u1.CPU - u0.CPU,
-				ClassChanges: -1, Seqs: r.seqs}
+			a.sent += p.sent
+			a.seen += len(r.seen)
+			a.dups += r.dups
+			a.o += r.ooo
+			a.lat = append(a.lat, r.lat...)
+			a.seqs = append(a.seqs, r.seqs...)
 			r.mu.Unlock()
-			row.Lost = row.Sent - row.Delivered
-			if sys == Gateway {
-				row.ClassChanges = changes[d.Name]
+			if a.err == nil {
+				a.err = p.err
 			}
-			if p.err != nil {
-				row.Err = "put: " + oneLine(p.err)
-			}
-			for _, t := range sc.Targets {
-				if (t.Stream == "" || t.Stream == row.Stream) && (t.Device == "" || t.Device == row.Device) && (t.System == "" || t.System == sys) {
-					row.Target = t.Text
-					row.Met = "no"
-					if t.Check(row) {
-						row.Met = "yes"
-					}
+		}
+	}
+	var rows []Row
+	for _, k := range order {
+		a := accs[k]
+		row := Row{Scenario: sc.ID, Title: sc.Title, System: sys, Stream: a.name, Device: k[1],
+			Sent: a.sent, Delivered: a.seen, Duplicates: a.dups, OutOfOrder: a.o,
+			P50: benchkit.Percentile(a.lat, 0.50), P99: benchkit.Percentile(a.lat, 0.99), Max: benchkit.Percentile(a.lat, 1),
+			Drops: drops, DropsKnown: m1 != nil, DropReasons: reasons,
+			RSSBase: u0.RSS, RSSGrowth: max(maxRSS-u0.RSS, 0), PeakRSS: u1.PeakRSS, CPU: u1.CPU - u0.CPU,
+			ClassChanges: -1, Seqs: a.seqs}
+		row.Lost = row.Sent - row.Delivered
+		if sys == Gateway {
+			row.ClassChanges = changes[k[1]]
+		}
+		if a.err != nil {
+			row.Err = "put: " + oneLine(a.err)
+		}
+		for _, t := range sc.Targets {
+			if (t.Stream == "" || t.Stream == row.Stream) && (t.Device == "" || t.Device == row.Device) && (t.System == "" || t.System == sys) {
+				row.Target = t.Text
+				row.Met = "no"
+				if t.Check(row) {
+					row.Met = "yes"
 				}
 			}
-			rows = append(rows, row)
 		}
+		rows = append(rows, row)
 	}
 	return rows, nil
 }

@@ -46,6 +46,9 @@ type Stream struct {
 	// Critical marks the route critical on the gateway (routes.critical), i.e. the
 	// device's express lane; the others take the batched lane.
 	Critical bool
+	// Group, when set, merges this stream's rows with the other streams of the same group
+	// (sent, delivered and latencies summed over them), e.g. ten bulk keys as one row.
+	Group string
 }
 
 // Device is a subscriber device: a Go zenohpath client session with the probe responder
@@ -155,7 +158,8 @@ func Standard(sc Scale) []Scenario {
 		Express: true, Priority: zenohpath.PriorityRealTime, Block: true, Critical: true})
 	for i := range 10 {
 		bulkKeys = append(bulkKeys, Stream{Name: fmt.Sprintf("bulk %d", i), Key: fmt.Sprintf("bench/bulk/%d", i),
-			Size: size(5000), RateHz: rate(10), Priority: zenohpath.PriorityData, BestEffort: true})
+			Size: size(5000), RateHz: rate(10), Priority: zenohpath.PriorityData, BestEffort: true,
+			Group: "bulk 10 keys × 5 kB"})
 	}
 	c := Scenario{
 		ID: "c", Title: "overloaded device A (2 Mbit/s) + healthy device B",
