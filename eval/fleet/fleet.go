@@ -115,7 +115,7 @@ type Row struct {
 	// ReachSecs: after connecting, until a sample published every 100 ms had reached every
 	// session (the router had processed every declaration); -1 when not all were reached
 	// within 60 s.
-	ReachSecs float64
+	ReachSecs                         float64
 	RSSBefore, RSSIdle, RSSAfterLeave int64 // router VmRSS, bytes
 	PeakRSS                           int64 // router VmHWM at the end
 	RateHz                            float64

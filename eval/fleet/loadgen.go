@@ -281,4 +281,3 @@ func encodeFan(b []byte, seq uint32, at time.Time) {
 	binary.LittleEndian.PutUint32(b[4:], seq)
 	binary.LittleEndian.PutUint64(b[8:], uint64(at.UnixNano()))
 }
-
