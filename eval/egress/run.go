@@ -110,7 +110,9 @@ type Row struct {
 	Target       string
 	Met          string // "yes", "no" or ""
 	Err          string
-	Seqs         []uint32 `json:"-"`
+	Seqs         []uint32 `json:"-"` // arrival order (Options.KeepSeqs)
+	// Metrics is the system's /metrics delta over the run (nil for the Rust router).
+	Metrics benchkit.Metrics `json:"-"`
 }
 
 // Report is the result of Run.
@@ -558,8 +560,10 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 	}
 	var drops float64
 	var reasons string
+	var delta benchkit.Metrics
 	if m1 != nil {
-		drops, reasons = dropSummary(benchkit.Delta(m0, m1))
+		delta = benchkit.Delta(m0, m1)
+		drops, reasons = dropSummary(delta)
 	}
 	changes := map[string]int{}
 	if sys == Gateway {
@@ -628,7 +632,7 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 			P50: benchkit.Percentile(a.lat, 0.50), P99: benchkit.Percentile(a.lat, 0.99), Max: benchkit.Percentile(a.lat, 1),
 			Drops: drops, DropsKnown: m1 != nil, DropReasons: reasons,
 			RSSBase: u0.RSS, RSSGrowth: max(maxRSS-u0.RSS, 0), PeakRSS: u1.PeakRSS, CPU: u1.CPU - u0.CPU,
-			ClassChanges: -1, Seqs: a.seqs}
+			ClassChanges: -1, Seqs: a.seqs, Metrics: delta}
 		row.Lost = row.Sent - row.Delivered
 		if sys == Gateway {
 			row.ClassChanges = changes[k[1]]
