@@ -111,6 +111,7 @@ type Row struct {
 	// Connected sessions and the load generator's time to open them all (handshake +
 	// subscriber declaration written).
 	Connected, Failed int
+	Retries           int // handshakes redialled (refused or closed by the router)
 	ConnectSecs       float64
 	// ReachSecs: after connecting, until a sample published every 100 ms had reached every
 	// session (the router had processed every declaration); -1 when not all were reached
@@ -208,6 +209,7 @@ type lgEvent struct {
 	Failed           int     `json:"failed"`
 	Secs             float64 `json:"secs"`
 	FirstError       string  `json:"first_error"`
+	Retries          int     `json:"retries"`
 	Deliveries       int64   `json:"deliveries"`
 	SessionsWithData int     `json:"sessions_with_data"`
 	LostSessions     int     `json:"lost_sessions"`
@@ -271,7 +273,9 @@ func startRouter(o Options, sys System, dir string) (*benchkit.Proc, string, err
 		if err != nil {
 			return nil, "", err
 		}
-		p, err := benchkit.Start(string(sys), nil, o.Python, "-u", script, "router", "--listen", ep)
+		// zenohd refuses sessions beyond transport/unicast/max_sessions (default 1000).
+		maxSess := strconv.Itoa(max(maxInt(o.Sessions)+100, 1000))
+		p, err := benchkit.Start(string(sys), nil, o.Python, "-u", script, "router", "--listen", ep, "--max-sessions", maxSess)
 		if err != nil {
 			return nil, "", err
 		}
@@ -318,7 +322,10 @@ func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row,
 	if err != nil {
 		return row, err
 	}
-	row.Connected, row.Failed, row.ConnectSecs = ev.OK, ev.Failed, ev.Secs
+	row.Connected, row.Failed, row.ConnectSecs, row.Retries = ev.OK, ev.Failed, ev.Secs, ev.Retries
+	if ev.Retries > 0 {
+		fmt.Fprintf(o.Log, "%d sessions / %s: %d handshakes redialled, first error: %s\n", n, sys, ev.Retries, ev.FirstError)
+	}
 	if ev.Failed > 0 {
 		fmt.Fprintf(o.Log, "%d sessions / %s: %d failed to connect, first: %s\n", n, sys, ev.Failed, ev.FirstError)
 	}
@@ -375,8 +382,8 @@ func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row,
 	}
 	row.RSSIdle, row.RouterFDs = ui.RSS, ui.FDs
 
-	// Fan-out window.
-	if _, err := lg.cmd("reset", "reset", 10*time.Second); err != nil {
+	// Fan-out window: samples of the reach phase still in flight are not counted.
+	if _, err := lg.cmd("reset "+strconv.FormatUint(uint64(seq), 10), "reset", 10*time.Second); err != nil {
 		return row, err
 	}
 	ur0, _ := benchkit.ReadUsage(rp.PID())

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ const (
 	ChildEnv = "FLEETBENCH_CHILD"
 	// Its parameters: router address (host:port), sessions, source addresses (127.0.0.x
 	// count), key, batch size, lease.
+	dialsEnv                                              = "FLEETBENCH_DIALS" // concurrent dials (default 64)
 	addrEnv, nEnv, sourcesEnv, keyEnv, batchEnv, leaseEnv = "FLEETBENCH_ADDR", "FLEETBENCH_N", "FLEETBENCH_SOURCES", "FLEETBENCH_KEY", "FLEETBENCH_BATCH", "FLEETBENCH_LEASE"
 )
 
@@ -87,6 +89,7 @@ type loadgen struct {
 	leaving  atomic.Bool
 	lost     atomic.Int64 // sessions that ended before "leave"
 	deliv    atomic.Int64
+	minSeq   atomic.Uint32 // samples with a lower sequence number are not counted
 	withData []atomic.Bool
 	lat      hist
 	out      *json.Encoder
@@ -98,7 +101,8 @@ type loadgen struct {
 // The load generator reads commands on stdin, one per line, and answers each with one JSON
 // line on stdout: "connect" (open every session: {"ev":"connected","ok","failed","secs",
 // "first_error"}), "reset" (zero the counters), "report" ({"ev":"report","deliveries",
-// "sessions_with_data","lost_sessions","p50_ms","p99_ms","max_ms"}), "leave" (close every
+// "sessions_with_data","lost_sessions","p50_ms","p99_ms","max_ms"}), "reset N" (count only
+// samples with sequence number ≥ N from now on), "leave" (close every
 // session: {"ev":"left","secs"}). EOF ends it.
 func RunChildIfRequested() {
 	if os.Getenv(ChildEnv) != "loadgen" {
@@ -126,10 +130,13 @@ func (g *loadgen) run(in io.Reader) {
 	go g.keepAlive(stop)
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
-		switch sc.Text() {
+		cmd, arg, _ := strings.Cut(sc.Text(), " ")
+		switch cmd {
 		case "connect":
 			g.connect()
 		case "reset":
+			from, _ := strconv.ParseUint(arg, 10, 32)
+			g.minSeq.Store(uint32(from))
 			g.deliv.Store(0)
 			g.lat.reset()
 			for i := range g.withData {
@@ -166,18 +173,35 @@ func jsonNum(v float64) float64 {
 // connect opens n sessions, 64 dials at a time, spread over 127.0.0.1 … 127.0.0.<sources>.
 func (g *loadgen) connect() {
 	t0 := time.Now()
-	var ok, failed atomic.Int64
+	var ok, failed, retries atomic.Int64
 	var firstErr atomic.Value
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	g.sessions = make([]*rawSession, g.n)
-	for range 64 {
+	dials, _ := strconv.Atoi(os.Getenv(dialsEnv))
+	if dials <= 0 {
+		dials = 64
+	}
+	for range dials {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
 				local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+i%g.sources))}
-				s, err := dialRaw(local, g.addr, g.batch, g.lease, 20*time.Second)
+				// A refused or closed handshake is retried, as a zenoh-pico client redials:
+				// up to 8 attempts, 50 ms doubling to 1 s between them.
+				var s *rawSession
+				var err error
+				for attempt, wait := 0, 50*time.Millisecond; attempt < 8; attempt, wait = attempt+1, min(2*wait, time.Second) {
+					if attempt > 0 {
+						retries.Add(1)
+						time.Sleep(wait)
+					}
+					if s, err = dialRaw(local, g.addr, g.batch, g.lease, 20*time.Second); err == nil {
+						break
+					}
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
 				if err == nil {
 					err = s.declareSubscriber(g.key, time.Now().Add(10*time.Second))
 				}
@@ -204,7 +228,7 @@ func (g *loadgen) connect() {
 	close(jobs)
 	wg.Wait()
 	fe, _ := firstErr.Load().(string)
-	g.emit(map[string]any{"ev": "connected", "ok": ok.Load(), "failed": failed.Load(), "secs": time.Since(t0).Seconds(), "first_error": fe})
+	g.emit(map[string]any{"ev": "connected", "ok": ok.Load(), "failed": failed.Load(), "secs": time.Since(t0).Seconds(), "first_error": fe, "retries": retries.Load()})
 }
 
 // read counts the fan-out samples of one session: every batch is searched for the payload
@@ -228,11 +252,14 @@ func (g *loadgen) read(i int, s *rawSession) {
 				break
 			}
 			p := b[off+j:]
+			off += j + fanHeader
+			if binary.LittleEndian.Uint32(p[4:]) < g.minSeq.Load() {
+				continue
+			}
 			sent := int64(binary.LittleEndian.Uint64(p[8:]))
 			g.deliv.Add(1)
 			g.withData[i].Store(true)
 			g.lat.add(float64(now-sent) / 1e3)
-			off += j + fanHeader
 		}
 	}
 }

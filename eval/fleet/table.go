@@ -57,6 +57,9 @@ func (r *Report) Table() string {
 		if row.Failed > 0 {
 			conn += fmt.Sprintf(" (%d failed)", row.Failed)
 		}
+		if row.Retries > 0 {
+			conn += fmt.Sprintf(" (%d redials)", row.Retries)
+		}
 		if row.Err != "" {
 			conn += " ERROR " + row.Err
 		}
