@@ -384,7 +384,6 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 	defer cancel()
 	// Devices.
 	recvs := map[[2]string]*recv{} // (stream name, device) → recv
-	type subOf struct{ stream, device string }
 	var sessions []*zenohpath.Session
 	defer func() {
 		for _, x := range sessions {
