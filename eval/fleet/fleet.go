@@ -113,8 +113,8 @@ type Row struct {
 	Connected, Failed int
 	Retries           int // handshakes redialled (refused or closed by the router)
 	ConnectSecs       float64
-	// ReachSecs: after connecting, until a sample published every 100 ms had reached every
-	// session (the router had processed every declaration); -1 when not all were reached
+	// ReachSecs: from the start of connecting until a sample (published at the row's rate,
+	// at most 10 Hz) had reached every session (the router had processed every declaration); -1 when not all were reached
 	// within 60 s.
 	ReachSecs                         float64
 	RSSBefore, RSSIdle, RSSAfterLeave int64 // router VmRSS, bytes
@@ -359,10 +359,17 @@ func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row,
 	if _, err := lg.cmd("reset", "reset", 10*time.Second); err != nil {
 		return row, err
 	}
+	// Samples at the row's rate (at most 10 Hz), so that this phase loads the router no
+	// more than the fan-out window will; the load generator is polled every 100 ms.
 	t0 := time.Now()
+	reachPeriod := time.Duration(float64(time.Second) / min(row.RateHz, 10))
+	var lastPut time.Time
 	for time.Since(t0) < 60*time.Second {
-		if err := put(); err != nil {
-			return row, fmt.Errorf("publisher: %w", err)
+		if time.Since(lastPut) >= reachPeriod {
+			if err := put(); err != nil {
+				return row, fmt.Errorf("publisher: %w", err)
+			}
+			lastPut = time.Now()
 		}
 		time.Sleep(100 * time.Millisecond)
 		r, err := lg.cmd("report", "report", 10*time.Second)
