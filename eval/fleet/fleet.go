@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -127,8 +128,9 @@ type Row struct {
 	RouterCPU, LoadgenCPU             time.Duration // during the fan-out window
 	Window                            time.Duration
 	LeaveSecs                         float64
-	LostSessions                      int // sessions the router closed before they left
-	RouterFDs                         int // open fds of the router at idle
+	LostSessions                      int    // sessions the router closed before they left
+	CloseReasons                      string // Go systems: picobridge_transport_closed_total by reason, when sessions were lost
+	RouterFDs                         int    // open fds of the router at idle
 	Err                               string
 }
 
@@ -236,21 +238,23 @@ func (l loadgenProc) cmd(c, ev string, timeout time.Duration) (lgEvent, error) {
 	return e, err
 }
 
-func startRouter(o Options, sys System, dir string) (*benchkit.Proc, string, error) {
+// startRouter starts sys and returns it, its address and its /metrics URL ("" for the Rust
+// router).
+func startRouter(o Options, sys System, dir string) (*benchkit.Proc, string, string, error) {
 	port, err := benchkit.FreePort()
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	ep := "tcp/" + addr
 	switch sys {
 	case GoRouter, Gateway:
 		if o.Picobridge == "" {
-			return nil, "", errors.New("no picobridge binary (--picobridge)")
+			return nil, "", "", errors.New("no picobridge binary (--picobridge)")
 		}
 		hport, err := benchkit.FreePort()
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		h := fmt.Sprintf("127.0.0.1:%d", hport)
 		args := []string{"router", "-l", ep, "--metrics", h, "--log-level", "error"}
@@ -261,31 +265,31 @@ func startRouter(o Options, sys System, dir string) (*benchkit.Proc, string, err
 		}
 		p, err := benchkit.Start(string(sys), nil, append(append([]string{o.Picobridge}, args...), o.RouterArgs...)...)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		if err := benchkit.WaitHTTP(ready, 30*time.Second, p.Exited()); err != nil {
 			p.Terminate(3 * time.Second)
-			return nil, "", fmt.Errorf("%w; %s", err, p.Tail())
+			return nil, "", "", fmt.Errorf("%w; %s", err, p.Tail())
 		}
-		return p, addr, nil
+		return p, addr, "http://" + h + "/metrics", nil
 	case RustRouter:
 		script, err := zbench.WriteDriver(dir)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		// zenohd refuses sessions beyond transport/unicast/max_sessions (default 1000).
 		maxSess := strconv.Itoa(max(maxInt(o.Sessions)+100, 1000))
 		p, err := benchkit.Start(string(sys), nil, o.Python, "-u", script, "router", "--listen", ep, "--max-sessions", maxSess)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		if _, err := p.WaitLine(30*time.Second, func(l string) bool { return strings.Contains(l, `"ready"`) || strings.Contains(l, `"error"`) }); err != nil {
 			p.Stop(3 * time.Second)
-			return nil, "", err
+			return nil, "", "", err
 		}
-		return p, addr, nil
+		return p, addr, "", nil
 	}
-	return nil, "", fmt.Errorf("unknown system %q", sys)
+	return nil, "", "", fmt.Errorf("unknown system %q", sys)
 }
 
 func stopRouter(p *benchkit.Proc, sys System) {
@@ -298,7 +302,7 @@ func stopRouter(p *benchkit.Proc, sys System) {
 
 func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row, error) {
 	row := Row{Sessions: n, System: sys, RateHz: o.RateHz(n), ReachSecs: -1}
-	rp, addr, err := startRouter(o, sys, dir)
+	rp, addr, metricsURL, err := startRouter(o, sys, dir)
 	if err != nil {
 		return row, err
 	}
@@ -429,6 +433,11 @@ func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row,
 	row.DeliveriesPerSec = float64(rep.Deliveries) / row.Window.Seconds()
 	row.RouterCPU, row.LoadgenCPU = ur1.CPU-ur0.CPU, ul1.CPU-ul0.CPU
 	row.LostSessions = rep.LostSessions
+	if metricsURL != "" && rep.LostSessions > 0 {
+		if m, err := benchkit.Scrape(metricsURL); err == nil {
+			row.CloseReasons = reasons(m.By("picobridge_transport_closed_total", "reason"))
+		}
+	}
 
 	// Leave.
 	lv, err := lg.cmd("leave", "left", 5*time.Minute)
@@ -443,4 +452,18 @@ func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row,
 	}
 	row.RSSAfterLeave, row.PeakRSS = ua.RSS, ua.PeakRSS
 	return row, nil
+}
+
+// reasons prints a by-reason map as "a=1 b=2" (sorted).
+func reasons(by map[string]float64) string {
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%.0f", k, by[k]))
+	}
+	return strings.Join(parts, " ")
 }

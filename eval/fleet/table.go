@@ -63,10 +63,14 @@ func (r *Report) Table() string {
 		if row.Err != "" {
 			conn += " ERROR " + row.Err
 		}
-		fmt.Fprintf(&sb, "| %d | %s | %s | %.2f | %s | %s | %s | %s | %g Hz × %d s | %s | %s | %s | %s | %.0f | %s | %s | %s | %d | %s | %s | %d |\n",
+		lost := strconv.Itoa(row.LostSessions)
+		if row.CloseReasons != "" {
+			lost += " (router closed: " + row.CloseReasons + ")"
+		}
+		fmt.Fprintf(&sb, "| %d | %s | %s | %.2f | %s | %s | %s | %s | %g Hz × %d s | %s | %s | %s | %s | %.0f | %s | %s | %s | %d | %s | %s | %s |\n",
 			row.Sessions, row.System, conn, row.ConnectSecs, reach, mib(row.RSSBefore), mib(row.RSSIdle), perSess,
 			row.RateHz, int(math.Round(row.Window.Seconds())), delivered, ms(row.P50), ms(row.P99), ms(row.Max), row.DeliveriesPerSec,
-			cpu, per, lcpu, row.RouterFDs, mib(row.RSSAfterLeave), mib(row.PeakRSS), row.LostSessions)
+			cpu, per, lcpu, row.RouterFDs, mib(row.RSSAfterLeave), mib(row.PeakRSS), lost)
 	}
 	return sb.String()
 }
