@@ -37,13 +37,15 @@ func main() {
 	size := flag.Int("size", 1500, "fan-out payload, bytes (must fit --batch)")
 	batch := flag.Int("batch", 2048, "batch size the sessions announce in INIT (zenoh-pico's default 2048)")
 	sources := flag.Int("sources", 4, "source addresses 127.0.0.1 … 127.0.0.N for the sessions (ephemeral ports)")
+	dials := flag.Int("dials", 32, "concurrent dials of the load generator")
+	budget := flag.Duration("connect-budget", 180*time.Second, "deadline of a row's connect phase; sessions not open by then count as failed")
 	out := flag.String("out", "", "also write the Markdown report to this file")
 	var routerArgs multi
 	flag.Var(&routerArgs, "router-arg", "extra argument for the picobridge command (repeatable)")
 	flag.Parse()
 
 	o := fleet.Options{Picobridge: *bin, Duration: *duration, Idle: *idle, Size: *size, Batch: *batch,
-		Sources: *sources, RouterArgs: routerArgs, Log: os.Stderr,
+		Sources: *sources, Dials: *dials, ConnectBudget: *budget, RouterArgs: routerArgs, Log: os.Stderr,
 		RateHz: func(n int) float64 {
 			if n >= *slowFrom {
 				return *slowRate

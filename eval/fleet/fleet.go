@@ -46,6 +46,10 @@ type Options struct {
 	Idle     time.Duration // wait before reading the idle RSS and after leaving (default 3 s)
 	Batch    int           // batch size the sessions announce (default 2048, pico's default)
 	Sources  int           // 127.0.0.x source addresses (default 4)
+	Dials    int           // concurrent dials of the load generator (default 32)
+	// ConnectBudget bounds the connect phase of a row; sessions not open by then count as
+	// failed and the row goes on with the others (default 180 s).
+	ConnectBudget time.Duration
 	// Loadgen is the command that runs the load generator (default: this executable with
 	// ChildEnv=loadgen; it must call RunChildIfRequested).
 	Loadgen    []string
@@ -91,6 +95,12 @@ func (o *Options) defaults() error {
 	}
 	if o.Sources <= 0 {
 		o.Sources = 4
+	}
+	if o.Dials <= 0 {
+		o.Dials = 32
+	}
+	if o.ConnectBudget <= 0 {
+		o.ConnectBudget = 180 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -315,14 +325,15 @@ func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row,
 	row.RSSBefore = u0.RSS
 
 	env := []string{ChildEnv + "=loadgen", addrEnv + "=" + addr, nEnv + "=" + strconv.Itoa(n),
-		sourcesEnv + "=" + strconv.Itoa(o.Sources), keyEnv + "=" + fanKey, batchEnv + "=" + strconv.Itoa(o.Batch), leaseEnv + "=10s"}
+		sourcesEnv + "=" + strconv.Itoa(o.Sources), keyEnv + "=" + fanKey, batchEnv + "=" + strconv.Itoa(o.Batch), leaseEnv + "=10s",
+		dialsEnv + "=" + strconv.Itoa(o.Dials), connectEnv + "=" + o.ConnectBudget.String()}
 	lp, err := benchkit.Start("loadgen", env, o.Loadgen...)
 	if err != nil {
 		return row, err
 	}
 	defer lp.Stop(10 * time.Second)
 	lg := loadgenProc{lp}
-	ev, err := lg.cmd("connect", "connected", 10*time.Minute)
+	ev, err := lg.cmd("connect", "connected", o.ConnectBudget+time.Minute)
 	if err != nil {
 		return row, err
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"math"
 	"net"
@@ -22,7 +23,8 @@ const (
 	ChildEnv = "FLEETBENCH_CHILD"
 	// Its parameters: router address (host:port), sessions, source addresses (127.0.0.x
 	// count), key, batch size, lease.
-	dialsEnv                                              = "FLEETBENCH_DIALS" // concurrent dials (default 64)
+	dialsEnv                                              = "FLEETBENCH_DIALS"   // concurrent dials (default 32)
+	connectEnv                                            = "FLEETBENCH_CONNECT" // deadline of the whole connect phase (default 180s)
 	addrEnv, nEnv, sourcesEnv, keyEnv, batchEnv, leaseEnv = "FLEETBENCH_ADDR", "FLEETBENCH_N", "FLEETBENCH_SOURCES", "FLEETBENCH_KEY", "FLEETBENCH_BATCH", "FLEETBENCH_LEASE"
 )
 
@@ -170,7 +172,10 @@ func jsonNum(v float64) float64 {
 	return v
 }
 
-// connect opens n sessions, 64 dials at a time, spread over 127.0.0.1 … 127.0.0.<sources>.
+var errConnectBudget = errors.New("connect phase deadline passed before this session's turn")
+
+// connect opens n sessions, FLEETBENCH_DIALS (32) dials at a time and within
+// FLEETBENCH_CONNECT (180 s): a session not open by then counts as failed, spread over 127.0.0.1 … 127.0.0.<sources>.
 func (g *loadgen) connect() {
 	t0 := time.Now()
 	var ok, failed, retries atomic.Int64
@@ -180,8 +185,13 @@ func (g *loadgen) connect() {
 	g.sessions = make([]*rawSession, g.n)
 	dials, _ := strconv.Atoi(os.Getenv(dialsEnv))
 	if dials <= 0 {
-		dials = 64
+		dials = 32
 	}
+	budget, _ := time.ParseDuration(os.Getenv(connectEnv))
+	if budget <= 0 {
+		budget = 180 * time.Second
+	}
+	phaseEnd := t0.Add(budget)
 	for range dials {
 		wg.Add(1)
 		go func() {
@@ -189,15 +199,16 @@ func (g *loadgen) connect() {
 			for i := range jobs {
 				local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+i%g.sources))}
 				// A refused or closed handshake is retried, as a zenoh-pico client redials:
-				// up to 8 attempts, 50 ms doubling to 1 s between them.
+				// up to 8 attempts of at most 5 s, 50 ms doubling to 1 s between them.
 				var s *rawSession
 				var err error
-				for attempt, wait := 0, 50*time.Millisecond; attempt < 8; attempt, wait = attempt+1, min(2*wait, time.Second) {
+				err = errConnectBudget
+				for attempt, wait := 0, 50*time.Millisecond; attempt < 8 && time.Now().Before(phaseEnd); attempt, wait = attempt+1, min(2*wait, time.Second) {
 					if attempt > 0 {
 						retries.Add(1)
 						time.Sleep(wait)
 					}
-					if s, err = dialRaw(local, g.addr, g.batch, g.lease, 20*time.Second); err == nil {
+					if s, err = dialRaw(local, g.addr, g.batch, g.lease, 5*time.Second); err == nil {
 						break
 					}
 					firstErr.CompareAndSwap(nil, err.Error())
