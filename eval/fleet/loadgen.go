@@ -287,10 +287,11 @@ func (g *loadgen) keepAlive(stop chan struct{}) {
 			g.mu.Lock()
 			ss := append([]*rawSession(nil), g.sessions...)
 			g.mu.Unlock()
-			dl := time.Now().Add(100 * time.Millisecond)
+			// A deadline per write: one for the whole sweep would expire part-way through a
+			// sweep of 10 000 sessions and silently skip the rest (their leases expired).
 			for _, s := range ss {
 				if s != nil {
-					_ = s.keepAlive(dl)
+					_ = s.keepAlive(time.Now().Add(time.Second))
 				}
 			}
 		}
