@@ -69,13 +69,22 @@ func TestLoadgenAgainstGoRouter(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	var out syncBuf
-	g := &loadgen{addr: addr, n: 8, sources: 2, key: fanKey, batch: 2048, lease: 10 * time.Second, out: json.NewEncoder(&out)}
+	// Lease 1 s: the router expires a session after 1 s without traffic, so the sessions
+	// below live only through the load generator's keep-alives.
+	g := &loadgen{addr: addr, n: 8, sources: 2, key: fanKey, batch: 2048, lease: time.Second, out: json.NewEncoder(&out)}
+	stopKA := make(chan struct{})
+	kaDone := make(chan struct{})
+	go func() { defer close(kaDone); g.keepAlive(stopKA) }()
+	defer func() { close(stopKA); <-kaDone }()
 	g.withData = make([]atomic.Bool, g.n)
 	g.connect()
 	ev := out.events(t)
 	require.Equal(t, "connected", ev[0]["ev"])
 	require.EqualValues(t, 8, ev[0]["ok"], ev[0])
 	require.Eventually(t, func() bool { return len(r.Faces()) == 8 }, 5*time.Second, 10*time.Millisecond)
+	time.Sleep(2500 * time.Millisecond) // 2.5 leases
+	require.Len(t, r.Faces(), 8, "keep-alives hold every session")
+	require.Zero(t, g.lost.Load())
 
 	pub, err := dialRaw(nil, addr, 2048, 10*time.Second, 5*time.Second)
 	require.NoError(t, err)
