@@ -30,6 +30,7 @@ func main() {
 	sessions := flag.String("sessions", "100,1000,3000,10000", "rows: numbers of sessions, comma-separated")
 	systems := flag.String("systems", "router,rust", "comma-separated systems: router, run, rust")
 	duration := flag.Duration("duration", 10*time.Second, "fan-out window per row")
+	drain := flag.Duration("drain", 5*time.Second, "after the fan-out window, wait at most this long for the last deliveries")
 	idle := flag.Duration("idle", 3*time.Second, "wait before reading idle RSS and after the sessions left")
 	rate := flag.Float64("rate", 30, "fan-out rate, Hz, below --slow-from sessions")
 	slowRate := flag.Float64("slow-rate", 3, "fan-out rate, Hz, from --slow-from sessions on")
@@ -44,7 +45,7 @@ func main() {
 	flag.Var(&routerArgs, "router-arg", "extra argument for the picobridge command (repeatable)")
 	flag.Parse()
 
-	o := fleet.Options{Picobridge: *bin, Duration: *duration, Idle: *idle, Size: *size, Batch: *batch,
+	o := fleet.Options{Picobridge: *bin, Duration: *duration, Drain: *drain, Idle: *idle, Size: *size, Batch: *batch,
 		Sources: *sources, Dials: *dials, ConnectBudget: *budget, RouterArgs: routerArgs, Log: os.Stderr,
 		RateHz: func(n int) float64 {
 			if n >= *slowFrom {

@@ -43,6 +43,7 @@ type Options struct {
 	RateHz   func(n int) float64
 	Size     int           // fan-out payload bytes (default 1500; must fit Batch)
 	Duration time.Duration // fan-out window (default 10 s)
+	Drain    time.Duration // after the window, wait at most this long for the last deliveries (default 5 s)
 	Idle     time.Duration // wait before reading the idle RSS and after leaving (default 3 s)
 	Batch    int           // batch size the sessions announce (default 2048, pico's default)
 	Sources  int           // 127.0.0.x source addresses (default 4)
@@ -86,6 +87,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Duration <= 0 {
 		o.Duration = 10 * time.Second
+	}
+	if o.Drain <= 0 {
+		o.Drain = 5 * time.Second
 	}
 	if o.Idle <= 0 {
 		o.Idle = 3 * time.Second
@@ -425,10 +429,10 @@ func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row,
 		row.Sent++
 		next = next.Add(period)
 	}
-	// Drain up to 2 s for the last samples.
+	// Drain: up to o.Drain for the last samples.
 	want := int64(row.Sent) * int64(ev.OK)
 	var rep lgEvent
-	for end := time.Now().Add(2 * time.Second); ; {
+	for end := time.Now().Add(o.Drain); ; {
 		if rep, err = lg.cmd("report", "report", 10*time.Second); err != nil {
 			return row, err
 		}
