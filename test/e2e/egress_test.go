@@ -174,3 +174,73 @@ func (w testLog) Write(b []byte) (int, error) {
 	w.t.Log(string(b))
 	return len(b), nil
 }
+
+// TestEgressOverloadedDevice — issue 10 item 7 for item 6 (c), and items 2 and 3 (a link
+// budget per device shared by both lanes, critical first; an overloaded device keeps its
+// critical routes; at most one class change per dwell time): critical 1.5 kB at 30 Hz
+// (express) plus 10 bulk keys × 10 Hz × 5 kB (best effort, one wildcard subscription)
+// through `picobridge run` to device A behind linkemu at 2 Mbit/s (4.4 Mbit/s offered) and
+// to device B on a clean path, for 8 s (issue: 3 min), with a fast classifier (50 ms probes,
+// 20-probe window). Asserts: B gets every critical sample once and in order (invariant 6);
+// A gets ≥ 99 % of its critical samples, in order, with at most one class change; every
+// bulk sample to A is delivered or counted as dropped by the bridge or the transport.
+// On main (627a990) A's critical route is demoted to the 3 Hz batched lane by congestion the
+// gateway's own bulk causes (issue 10 "Why"), so the 99 % assertion is expected to fail until
+// the bridge work lands.
+func TestEgressOverloadedDevice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts processes")
+	}
+	dir := t.TempDir()
+	bin := buildZenohOnly(t, dir)
+	big := map[string]string{"NROS_ZENOH_FRAG_MAX_SIZE": "4194304", "NROS_ZENOH_SUBSCRIBER_BUFFER_SIZE": "4194304", "NROS_ZENOH_SUBSCRIBER_RING_DEPTH": "16"}
+	streams := []egress.Stream{{Name: "critical", Key: "e2e/crit", Size: 1500, RateHz: 30, Express: true,
+		Priority: zenohpath.PriorityRealTime, Block: true, Critical: true}}
+	for i := range 10 {
+		streams = append(streams, egress.Stream{Name: "bulk" + string(rune('0'+i)), Key: "e2e/bulk/" + string(rune('0'+i)),
+			Size: 5000, RateHz: 10, Priority: zenohpath.PriorityData, BestEffort: true, Group: "bulk"})
+	}
+	sc := egress.Scenario{
+		ID: "c", Title: "overloaded device A + healthy device B (CI size)",
+		Duration: 8 * time.Second, Settle: 10 * time.Second, Drain: 5 * time.Second, Link: 2e6,
+		Streams: streams,
+		Devices: []egress.Device{
+			{Name: "A", Impaired: true, Subs: []string{"e2e/crit", "e2e/bulk/**"}, Env: big},
+			{Name: "B", Subs: []string{"e2e/crit", "e2e/bulk/**"}, Env: big},
+		},
+		GatewayYAML: "classifier:\n  probe_interval: 50ms\n  window: 20\n  min_samples: 20\n  evaluation_interval: 250ms\n" +
+			"supervisor:\n  degraded: {lag: 5s}\n  emergency: {lag: 10s}\n",
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rows, err := egress.RunScenario(ctx, egress.Options{Picobridge: bin, KeepSeqs: true, Log: testLog{t}}, sc, egress.Gateway, t.TempDir())
+	require.NoError(t, err)
+	logRows(t, rows)
+	var critA, critB, bulkA egress.Row
+	for _, r := range rows {
+		switch {
+		case r.Stream == "critical" && r.Device == "A":
+			critA = r
+		case r.Stream == "critical" && r.Device == "B":
+			critB = r
+		case r.Stream == "bulk" && r.Device == "A":
+			bulkA = r
+		}
+	}
+	require.Positive(t, critB.Sent)
+	require.Equal(t, critB.Sent, critB.Delivered, "B: every critical sample")
+	for i, s := range critB.Seqs {
+		require.Equal(t, uint32(i), s, "B: critical in order")
+	}
+	for i := 1; i < len(critA.Seqs); i++ {
+		require.Greater(t, critA.Seqs[i], critA.Seqs[i-1], "A: critical in order, no duplicate")
+	}
+	m := bulkA.Metrics
+	bulkDropped := m.Sum("picobridge_bridge_samples_dropped_total", map[string]string{"device": "A", "lane": "batched"}) +
+		m.Sum("picobridge_transport_dropped_total", nil)
+	require.GreaterOrEqual(t, float64(bulkA.Delivered)+bulkDropped, float64(bulkA.Sent),
+		"A bulk: delivered %d + dropped ≥ sent %d (%s)", bulkA.Delivered, bulkA.Sent, bulkA.DropReasons)
+	require.LessOrEqual(t, critA.ClassChanges, 1, "A: class changes while publishing")
+	require.GreaterOrEqual(t, float64(critA.Delivered), 0.99*float64(critA.Sent),
+		"A: critical delivered %d of %d (drops: %s)", critA.Delivered, critA.Sent, critA.DropReasons)
+}
