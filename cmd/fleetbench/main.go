@@ -41,12 +41,13 @@ func main() {
 	dials := flag.Int("dials", 32, "concurrent dials of the load generator")
 	budget := flag.Duration("connect-budget", 180*time.Second, "deadline of a row's connect phase; sessions not open by then count as failed")
 	out := flag.String("out", "", "also write the Markdown report to this file")
-	var routerArgs multi
-	flag.Var(&routerArgs, "router-arg", "extra argument for the picobridge command (repeatable)")
+	var routerArgs, gatewayArgs multi
+	flag.Var(&routerArgs, "router-arg", "extra argument for `picobridge router` (repeatable)")
+	flag.Var(&gatewayArgs, "run-arg", "extra argument for `picobridge run` (repeatable), e.g. --run-arg=--devices-all-clients")
 	flag.Parse()
 
 	o := fleet.Options{Picobridge: *bin, Duration: *duration, Drain: *drain, Idle: *idle, Size: *size, Batch: *batch,
-		Sources: *sources, Dials: *dials, ConnectBudget: *budget, RouterArgs: routerArgs, Log: os.Stderr,
+		Sources: *sources, Dials: *dials, ConnectBudget: *budget, RouterArgs: routerArgs, GatewayArgs: gatewayArgs, Log: os.Stderr,
 		RateHz: func(n int) float64 {
 			if n >= *slowFrom {
 				return *slowRate

@@ -53,9 +53,10 @@ type Options struct {
 	ConnectBudget time.Duration
 	// Loadgen is the command that runs the load generator (default: this executable with
 	// ChildEnv=loadgen; it must call RunChildIfRequested).
-	Loadgen    []string
-	RouterArgs []string // appended to `picobridge router` / `picobridge run`
-	Log        io.Writer
+	Loadgen     []string
+	RouterArgs  []string // appended to `picobridge router`
+	GatewayArgs []string // appended to `picobridge run`, e.g. --devices-all-clients
+	Log         io.Writer
 }
 
 func (o *Options) defaults() error {
@@ -271,13 +272,13 @@ func startRouter(o Options, sys System, dir string) (*benchkit.Proc, string, str
 			return nil, "", "", err
 		}
 		h := fmt.Sprintf("127.0.0.1:%d", hport)
-		args := []string{"router", "-l", ep, "--metrics", h, "--log-level", "error"}
+		args := append([]string{"router", "-l", ep, "--metrics", h, "--log-level", "error"}, o.RouterArgs...)
 		ready := "http://" + h + "/metrics"
 		if sys == Gateway {
-			args = []string{"run", "--no-dds", "-l", ep, "--metrics", h, "--log-level", "error"}
+			args = append([]string{"run", "--no-dds", "-l", ep, "--metrics", h, "--log-level", "error"}, o.GatewayArgs...)
 			ready = "http://" + h + "/healthz"
 		}
-		p, err := benchkit.Start(string(sys), nil, append(append([]string{o.Picobridge}, args...), o.RouterArgs...)...)
+		p, err := benchkit.Start(string(sys), nil, append([]string{o.Picobridge}, args...)...)
 		if err != nil {
 			return nil, "", "", err
 		}
