@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/picobridge/picobridge/zenohpath/zbench"
+	"github.com/picobridge/picobridge/eval/zbench"
 )
 
 func main() {
@@ -26,8 +26,9 @@ func main() {
 	out := flag.String("out", "", "also write the Markdown report to this file")
 	repeat := flag.Int("repeat", 1, "measure each row this many times per router and report the median")
 	only := flag.String("only", "", "comma-separated substrings: run only the scenarios whose name contains one")
+	bin := flag.String("picobridge", "", "run the Go router as `BIN router` (a picobridge binary, e.g. an older build) instead of this binary's built-in router")
 	flag.Parse()
-	o := zbench.Options{Duration: *duration, PicoDir: os.Getenv(zbench.PicoEnv), Repeat: *repeat, Log: os.Stderr}
+	o := zbench.Options{Duration: *duration, PicoDir: os.Getenv(zbench.PicoEnv), Repeat: *repeat, Log: os.Stderr, Picobridge: *bin}
 	var err error
 	if o.Sizes, err = parseSizes(*sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "zbench:", err)

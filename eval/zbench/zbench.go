@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,6 +79,10 @@ type Options struct {
 	// GoRouter is the command that runs the Go router child (default: this executable,
 	// with ChildEnv set).
 	GoRouter []string
+	// Picobridge, if set, is a picobridge binary: the Go router child is then
+	// `Picobridge router -l EP --metrics ADDR --log-level error` (ready once /metrics
+	// answers) instead of this executable, so one zbench measures an old and a new build.
+	Picobridge string
 	// Repeat each measurement this many times per router and report the median (default 1).
 	Repeat int
 	// Log receives progress lines (nil: none).
@@ -355,6 +360,21 @@ func (b *bench) measure(ctx context.Context, sc scenario, k Kind, size int) (mea
 		return measurement{}, err
 	}
 	var r *proc
+	if k == GoRouter && b.o.Picobridge != "" {
+		hport, err := freeEndpoint()
+		if err != nil {
+			return measurement{}, err
+		}
+		h := strings.TrimPrefix(hport, "tcp/")
+		if r, err = startProc("picobridge router", nil, b.o.Picobridge, "router", "-l", ep, "--metrics", h, "--log-level", "error"); err != nil {
+			return measurement{}, err
+		}
+		defer r.stop(3 * time.Second)
+		if err := waitHTTP("http://"+h+"/metrics", 30*time.Second, r.exited); err != nil {
+			return measurement{}, fmt.Errorf("%w; %s", err, r.tail())
+		}
+		return b.measureOn(ctx, sc, r, ep, size)
+	}
 	if k == GoRouter {
 		argv := b.o.GoRouter
 		r, err = startProc("go router", []string{ChildEnv + "=router", ListenEnv + "=" + ep}, argv...)
@@ -368,6 +388,33 @@ func (b *bench) measure(ctx context.Context, sc scenario, k Kind, size int) (mea
 	if _, err := r.waitEvent("ready", 30*time.Second); err != nil {
 		return measurement{}, err
 	}
+	return b.measureOn(ctx, sc, r, ep, size)
+}
+
+// waitHTTP polls url until it answers 200, the process exits or timeout passes.
+func waitHTTP(url string, timeout time.Duration, exited <-chan struct{}) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("GET %s: not ready after %v", url, timeout)
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("GET %s: %w", url, errExited)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// measureOn runs one side of sc on the router r listening at ep.
+func (b *bench) measureOn(ctx context.Context, sc scenario, r *proc, ep string, size int) (measurement, error) {
 	w := &window{pid: r.pid()}
 	m, err := sc.run(ctx, ep, size, w)
 	if err != nil {
@@ -441,4 +488,13 @@ func loadAvg() string {
 
 func envLine(zenohVersion string) string {
 	return fmt.Sprintf("%d cores, load average %s at start, eclipse-zenoh %s", numCPU(), loadAvg(), zenohVersion)
+}
+
+// WriteDriver writes the embedded zbench.py (the Rust Zenoh side: router, pub, sub, ping,
+// pong roles; see its docstring) into dir and returns its path. Other harnesses
+// (eval/egress, eval/fleet) start the stock Rust router with it the same way zbench does:
+// `python3 -u zbench.py router --listen tcp/127.0.0.1:PORT`.
+func WriteDriver(dir string) (string, error) {
+	p := filepath.Join(dir, "zbench.py")
+	return p, os.WriteFile(p, driverScript, 0o644)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,4 +140,40 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
+}
+
+// TestRunPicobridgeBinary: with Options.Picobridge the Go side is `picobridge router` (a
+// binary built from this tree) instead of the built-in child; the row is measured on both
+// routers and the note names the binary.
+func TestRunPicobridgeBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds picobridge and starts processes")
+	}
+	if err := exec.Command("python3", "-c", "import zenoh").Run(); err != nil {
+		t.Skipf("python3 cannot import zenoh: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "picobridge")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/picobridge")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Options{Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, Sizes: []int{64},
+		LatencySizes: []int{64}, Only: []string{"throughput, Go", "latency, Go"}, Picobridge: bin, Log: testWriter{t}})
+	require.NoError(t, err)
+	md := rep.Markdown()
+	require.Contains(t, md, "`"+bin+" router`")
+	rows := checkTable(t, rep.Table())
+	require.NotEmpty(t, rows)
+	for _, c := range rows {
+		require.NotContains(t, c[2], "ERROR", "row %v", c)
+		for _, v := range c[3:5] {
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err, "row %v", c)
+			if !strings.Contains(c[2], "CPU") { // CPU in a 300 ms window can round to 0 ticks
+				require.Positive(t, f, "row %v", c)
+			}
+		}
+	}
 }

@@ -57,7 +57,11 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&sb, "zbench %s, %.0fs: window %v (warmup %v) per throughput measurement, %d round trips per latency measurement, median of %d runs per router; %s, load average %s at end.\n\n",
 		r.Start.UTC().Format("2006-01-02 15:04 UTC"), r.Elapsed.Seconds(), r.Options.Duration, r.Options.Warmup,
 		min(max(int(r.Options.Duration.Seconds()*400), 50), 5000), r.Options.Repeat, r.Env, loadAvg())
-	sb.WriteString("Go router: this binary re-executed as a child process (zenohpath.NewRouter + Listen, defaults). ")
+	if r.Options.Picobridge != "" {
+		sb.WriteString("Go router: `" + r.Options.Picobridge + " router` as a child process (defaults, metrics on). ")
+	} else {
+		sb.WriteString("Go router: this binary re-executed as a child process (zenohpath.NewRouter + Listen, defaults). ")
+	}
 	sb.WriteString("Rust router: eclipse-zenoh in router mode (Python process). A fresh router per measurement, the order Go/Rust alternating between measurements; all on loopback TCP. ")
 	sb.WriteString("Go/Rust > 1 is better for Go on msgs/s and MB/s, worse on µs, CPU and RSS.\n\n")
 	sb.WriteString(r.Table())

@@ -4,7 +4,10 @@
 Standard library + zenoh only. One role per process; every report is one JSON line on stdout.
 The process exits when stdin reaches EOF (the runner closes it) or its role finishes.
 
-    zbench.py router --listen EP          {"ev":"ready"} then route until stdin EOF
+    zbench.py router --listen EP [--max-sessions N]
+                                          {"ev":"ready"} then route until stdin EOF;
+                                          --max-sessions raises transport/unicast/max_sessions
+                                          (zenohd's default 1000 refuses a larger fleet)
     zbench.py pub    --connect EP --key K --size N
                                           flood K with N-byte payloads (congestion control
                                           BLOCK) once a subscriber matches, until stdin EOF
@@ -42,6 +45,8 @@ def config(args, mode):
     # (the router forwards a reference), which the Go router does not speak: off everywhere,
     # so both routers carry the same bytes over TCP.
     conf.insert_json5("transport/shared_memory/enabled", "false")
+    if getattr(args, "max_sessions", None):
+        conf.insert_json5("transport/unicast/max_sessions", json.dumps(args.max_sessions))
     return conf
 
 
@@ -164,6 +169,7 @@ def main():
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--warmup", type=float, default=0.5)
     ap.add_argument("--duration", type=float, default=5.0)
+    ap.add_argument("--max-sessions", type=int, default=0)
     args = ap.parse_args()
     stop = stdin_eof()
     mode = "router" if args.role == "router" else "client"

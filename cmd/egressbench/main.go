@@ -1,0 +1,93 @@
+// Command egressbench runs the egress scenarios of issue 10 item 6 — (a) 48 B express beside
+// 1 MB bulk at 100 Mbit/s, (b) 200 kB at 50 Hz into 20 Mbit/s, (c) an overloaded device
+// beside a healthy one — against `picobridge router`, `picobridge run` and the stock Rust
+// router, and prints one Markdown table. See docs/egressbench.md.
+//
+//	egressbench --picobridge ./picobridge [--only a,b,c] [--systems ...] [--a 20s --b 60s --c 3m] [--out FILE]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/picobridge/picobridge/eval/egress"
+)
+
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, " ") }
+func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
+
+func main() {
+	bin := flag.String("picobridge", "", "picobridge binary for the \"picobridge router\" and \"picobridge run\" systems (required unless --systems rust)")
+	only := flag.String("only", "a,b,c", "scenarios to run, comma-separated: a, b, c")
+	systems := flag.String("systems", "", "comma-separated systems: router, run, rust (default: each scenario's own: a and b all three, c run)")
+	da := flag.Duration("a", 20*time.Second, "publishing time of scenario a")
+	db := flag.Duration("b", 60*time.Second, "publishing time of scenario b")
+	dc := flag.Duration("c", 3*time.Minute, "publishing time of scenario c")
+	sizeDiv := flag.Float64("size-div", 1, "divide every payload size by this (smoke runs)")
+	rateDiv := flag.Float64("rate-div", 1, "divide every publication rate by this (smoke runs)")
+	linkDiv := flag.Float64("link-div", 1, "divide every link rate by this (smoke runs)")
+	queue := flag.Int("link-queue", egress.DefaultLinkQueue, "linkemu queue per direction, bytes (linkemu's own default is 1048576)")
+	seed := flag.Uint64("seed", 1, "linkemu seed")
+	out := flag.String("out", "", "also write the Markdown report to this file")
+	var routerArgs, gatewayArgs multi
+	flag.Var(&routerArgs, "router-arg", "extra argument for `picobridge router` (repeatable)")
+	flag.Var(&gatewayArgs, "run-arg", "extra argument for `picobridge run` (repeatable), e.g. --run-arg=--cfg --run-arg=policy.batched.rate_hz:20")
+	flag.Parse()
+
+	scs, err := egress.Select(egress.Standard(egress.Scale{A: *da, B: *db, C: *dc, SizeDiv: *sizeDiv, RateDiv: *rateDiv, LinkDiv: *linkDiv}), split(*only))
+	if err != nil {
+		fail(2, err)
+	}
+	o := egress.Options{Picobridge: *bin, LinkQueue: *queue, Seed: *seed, Log: os.Stderr, RouterArgs: routerArgs, GatewayArgs: gatewayArgs}
+	for _, s := range split(*systems) {
+		switch s {
+		case "router":
+			o.Systems = append(o.Systems, egress.GoRouter)
+		case "run", "gateway":
+			o.Systems = append(o.Systems, egress.Gateway)
+		case "rust":
+			o.Systems = append(o.Systems, egress.RustRouter)
+		default:
+			fail(2, fmt.Errorf("--systems: unknown system %q (allowed: router, run, rust)", s))
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := egress.Run(ctx, o, scs)
+	if rep != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("picobridge: %s. Devices and publishers: Go zenohpath client sessions in the runner; impaired devices through eval/linkemu (rate both ways, queue %d B per direction, no loss, no delay). Latency = receive − send time in the payload (one clock).", *bin, *queue))
+		md := rep.Markdown()
+		fmt.Print(md)
+		if *out != "" {
+			if werr := os.WriteFile(*out, []byte(md), 0o644); werr != nil {
+				fail(1, werr)
+			}
+		}
+	}
+	if err != nil {
+		fail(1, err)
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func fail(code int, err error) {
+	fmt.Fprintln(os.Stderr, "egressbench:", err)
+	os.Exit(code)
+}

@@ -1,0 +1,100 @@
+// Command fleetbench runs the fleet benchmark of issue 11 item 5: N pico-like sessions from
+// one load generator process (this binary re-executed) against `picobridge router` and the
+// stock Rust router, and prints one Markdown table. See docs/fleetbench.md.
+//
+//	fleetbench --picobridge ./picobridge [--sessions 100,1000,3000,10000] [--duration 10s] [--systems router,rust] [--out FILE]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/picobridge/picobridge/eval/fleet"
+)
+
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, " ") }
+func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
+
+func main() {
+	fleet.RunChildIfRequested() // the load generator re-executes this binary
+	bin := flag.String("picobridge", "", "picobridge binary for the \"picobridge router\" / \"picobridge run\" systems")
+	sessions := flag.String("sessions", "100,1000,3000,10000", "rows: numbers of sessions, comma-separated")
+	systems := flag.String("systems", "router,rust", "comma-separated systems: router, run, rust")
+	duration := flag.Duration("duration", 10*time.Second, "fan-out window per row")
+	drain := flag.Duration("drain", 5*time.Second, "after the fan-out window, wait at most this long for the last deliveries")
+	idle := flag.Duration("idle", 3*time.Second, "wait before reading idle RSS and after the sessions left")
+	rate := flag.Float64("rate", 30, "fan-out rate, Hz, below --slow-from sessions")
+	slowRate := flag.Float64("slow-rate", 3, "fan-out rate, Hz, from --slow-from sessions on")
+	slowFrom := flag.Int("slow-from", 10000, "rows with at least this many sessions use --slow-rate")
+	size := flag.Int("size", 1500, "fan-out payload, bytes (must fit --batch)")
+	batch := flag.Int("batch", 2048, "batch size the sessions announce in INIT (zenoh-pico's default 2048)")
+	sources := flag.Int("sources", 4, "source addresses 127.0.0.1 … 127.0.0.N for the sessions (ephemeral ports)")
+	dials := flag.Int("dials", 32, "concurrent dials of the load generator")
+	budget := flag.Duration("connect-budget", 180*time.Second, "deadline of a row's connect phase; sessions not open by then count as failed")
+	out := flag.String("out", "", "also write the Markdown report to this file")
+	var routerArgs, gatewayArgs multi
+	flag.Var(&routerArgs, "router-arg", "extra argument for `picobridge router` (repeatable)")
+	flag.Var(&gatewayArgs, "run-arg", "extra argument for `picobridge run` (repeatable), e.g. --run-arg=--devices-all-clients")
+	flag.Parse()
+
+	o := fleet.Options{Picobridge: *bin, Duration: *duration, Drain: *drain, Idle: *idle, Size: *size, Batch: *batch,
+		Sources: *sources, Dials: *dials, ConnectBudget: *budget, RouterArgs: routerArgs, GatewayArgs: gatewayArgs, Log: os.Stderr,
+		RateHz: func(n int) float64 {
+			if n >= *slowFrom {
+				return *slowRate
+			}
+			return *rate
+		}}
+	for _, f := range strings.Split(*sessions, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fail(2, fmt.Errorf("--sessions: %q is not a positive number", f))
+		}
+		o.Sessions = append(o.Sessions, n)
+	}
+	for _, s := range strings.Split(*systems, ",") {
+		switch strings.TrimSpace(s) {
+		case "router":
+			o.Systems = append(o.Systems, fleet.GoRouter)
+		case "run", "gateway":
+			o.Systems = append(o.Systems, fleet.Gateway)
+		case "rust":
+			o.Systems = append(o.Systems, fleet.RustRouter)
+		default:
+			fail(2, fmt.Errorf("--systems: unknown system %q (allowed: router, run, rust)", s))
+		}
+	}
+	if *size+32 > *batch {
+		fail(2, fmt.Errorf("--size %d does not fit one --batch %d batch", *size, *batch))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := fleet.Run(ctx, o)
+	if rep != nil {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("picobridge: %s. Sessions: raw Zenoh client sessions (INIT batch %d, OPEN lease 10 s, one DeclareSubscriber on fleet/fan, no INTEREST) from one load generator process over %d source addresses; publisher: one raw session pushing %d B samples stamped with the send time (one clock). CPU from /proc/<pid>/stat over the fan-out window, RSS = VmRSS.", *bin, *batch, *sources, *size))
+		md := rep.Markdown()
+		fmt.Print(md)
+		if *out != "" {
+			if werr := os.WriteFile(*out, []byte(md), 0o644); werr != nil {
+				fail(1, werr)
+			}
+		}
+	}
+	if err != nil {
+		fail(1, err)
+	}
+}
+
+func fail(code int, err error) {
+	fmt.Fprintln(os.Stderr, "fleetbench:", err)
+	os.Exit(code)
+}

@@ -1,0 +1,64 @@
+package egress
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Header is the table's header line.
+const Header = "| scenario | system | stream → device | sent | delivered | lost | dup / reordered | p50 ms | p99 ms | max ms | drops counted (/metrics) | RSS at start MiB | RSS growth MiB | CPU s | class changes | target | met |"
+
+func mib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) }
+
+// Table renders the rows as one Markdown table.
+func (r *Report) Table() string {
+	var sb strings.Builder
+	sb.WriteString(Header + "\n")
+	sb.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---|\n")
+	for _, row := range r.Rows {
+		sc := row.Scenario + ") " + row.Title
+		if row.Stream == "" {
+			fmt.Fprintf(&sb, "| %s | %s | ERROR %s | | | | | | | | | | | | | | |\n", sc, row.System, row.Err)
+			continue
+		}
+		drops := "n/a (no /metrics)"
+		if row.DropsKnown {
+			drops = strconv.FormatFloat(row.Drops, 'f', 0, 64)
+			if row.DropReasons != "" {
+				drops += " (" + row.DropReasons + ")"
+			}
+		}
+		changes := "—"
+		if row.ClassChanges >= 0 {
+			changes = strconv.Itoa(row.ClassChanges)
+		}
+		stream := row.Stream + " → " + row.Device
+		if row.Err != "" {
+			stream += " (" + row.Err + ")"
+		}
+		lostPct := ""
+		if row.Sent > 0 {
+			lostPct = fmt.Sprintf(" (%.1f %%)", 100*float64(row.Lost)/float64(row.Sent))
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %d | %d | %d%s | %d / %d | %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n",
+			sc, row.System, stream, row.Sent, row.Delivered, row.Lost, lostPct, row.Duplicates, row.OutOfOrder,
+			fmtMS(row.P50), fmtMS(row.P99), fmtMS(row.Max), drops, mib(row.RSSBase), mib(row.RSSGrowth),
+			row.CPU.Seconds(), changes, row.Target, row.Met)
+	}
+	return sb.String()
+}
+
+// Markdown is a note on the run followed by the table.
+func (r *Report) Markdown() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "egressbench %s, %.0fs; %s.\n\n", r.Start.UTC().Format("2006-01-02 15:04 UTC"), r.Elapsed.Seconds(), r.Env)
+	for _, n := range r.Notes {
+		sb.WriteString(n + "\n")
+	}
+	if len(r.Notes) > 0 {
+		sb.WriteString("\n")
+	}
+	sb.WriteString(r.Table())
+	return sb.String()
+}

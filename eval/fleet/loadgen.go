@@ -1,0 +1,322 @@
+package fleet
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Environment of the load generator child (the runner's own executable re-executed).
+const (
+	// ChildEnv = "loadgen" makes RunChildIfRequested run the load generator.
+	ChildEnv = "FLEETBENCH_CHILD"
+	// Its parameters: router address (host:port), sessions, source addresses (127.0.0.x
+	// count), key, batch size, lease.
+	dialsEnv                                              = "FLEETBENCH_DIALS"   // concurrent dials (default 32)
+	connectEnv                                            = "FLEETBENCH_CONNECT" // deadline of the whole connect phase (default 180s)
+	addrEnv, nEnv, sourcesEnv, keyEnv, batchEnv, leaseEnv = "FLEETBENCH_ADDR", "FLEETBENCH_N", "FLEETBENCH_SOURCES", "FLEETBENCH_KEY", "FLEETBENCH_BATCH", "FLEETBENCH_LEASE"
+)
+
+// Payload layout of the fan-out samples: "PBF1", seq (u32 LE), send time (Unix ns, i64 LE).
+var fanMagic = []byte("PBF1")
+
+const fanHeader = 16
+
+// hist is a log-linear latency histogram: bucket i holds latencies in
+// [1.01^i, 1.01^(i+1)) µs (1 % resolution), up to 1.01^2000 µs ≈ 7 minutes.
+type hist struct {
+	b [2001]atomic.Uint64
+}
+
+func (h *hist) add(us float64) {
+	i := 0
+	if us > 1 {
+		i = min(int(math.Log(us)/math.Log(1.01)), len(h.b)-1)
+	}
+	h.b[i].Add(1)
+}
+
+func (h *hist) reset() {
+	for i := range h.b {
+		h.b[i].Store(0)
+	}
+}
+
+// quantile in ms (upper edge of the bucket), NaN when empty.
+func (h *hist) quantile(q float64) float64 {
+	var n uint64
+	counts := make([]uint64, len(h.b))
+	for i := range h.b {
+		counts[i] = h.b[i].Load()
+		n += counts[i]
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	rank := uint64(math.Ceil(q * float64(n)))
+	rank = max(rank, 1)
+	var c uint64
+	for i, x := range counts {
+		c += x
+		if c >= rank {
+			return math.Pow(1.01, float64(i+1)) / 1000
+		}
+	}
+	return math.NaN()
+}
+
+// loadgen holds the sessions of one load generator process.
+type loadgen struct {
+	addr    string
+	n       int
+	sources int
+	key     string
+	batch   uint16
+	lease   time.Duration
+
+	mu       sync.Mutex
+	sessions []*rawSession
+	wg       sync.WaitGroup
+	leaving  atomic.Bool
+	lost     atomic.Int64 // sessions that ended before "leave"
+	deliv    atomic.Int64
+	minSeq   atomic.Uint32 // samples with a lower sequence number are not counted
+	withData []atomic.Bool
+	lat      hist
+	out      *json.Encoder
+}
+
+// RunChildIfRequested runs the load generator and exits when this process was started as
+// one (ChildEnv=loadgen); otherwise it returns at once. Call it first in main and TestMain.
+//
+// The load generator reads commands on stdin, one per line, and answers each with one JSON
+// line on stdout: "connect" (open every session: {"ev":"connected","ok","failed","secs",
+// "first_error"}), "reset" (zero the counters), "report" ({"ev":"report","deliveries",
+// "sessions_with_data","lost_sessions","p50_ms","p99_ms","max_ms"}), "reset N" (count only
+// samples with sequence number ≥ N from now on), "leave" (close every
+// session: {"ev":"left","secs"}). EOF ends it.
+func RunChildIfRequested() {
+	if os.Getenv(ChildEnv) != "loadgen" {
+		return
+	}
+	g := &loadgen{addr: os.Getenv(addrEnv), key: os.Getenv(keyEnv), out: json.NewEncoder(os.Stdout)}
+	g.n, _ = strconv.Atoi(os.Getenv(nEnv))
+	g.sources, _ = strconv.Atoi(os.Getenv(sourcesEnv))
+	b, _ := strconv.Atoi(os.Getenv(batchEnv))
+	g.batch = uint16(min(max(b, 64), 65535))
+	g.lease, _ = time.ParseDuration(os.Getenv(leaseEnv))
+	if g.lease <= 0 {
+		g.lease = 10 * time.Second
+	}
+	g.sources = max(g.sources, 1)
+	g.withData = make([]atomic.Bool, g.n)
+	g.run(os.Stdin)
+	os.Exit(0)
+}
+
+func (g *loadgen) emit(v map[string]any) { _ = g.out.Encode(v) }
+
+func (g *loadgen) run(in io.Reader) {
+	stop := make(chan struct{})
+	go g.keepAlive(stop)
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		cmd, arg, _ := strings.Cut(sc.Text(), " ")
+		switch cmd {
+		case "connect":
+			g.connect()
+		case "reset":
+			from, _ := strconv.ParseUint(arg, 10, 32)
+			g.minSeq.Store(uint32(from))
+			g.deliv.Store(0)
+			g.lat.reset()
+			for i := range g.withData {
+				g.withData[i].Store(false)
+			}
+			g.emit(map[string]any{"ev": "reset"})
+		case "report":
+			k := 0
+			for i := range g.withData {
+				if g.withData[i].Load() {
+					k++
+				}
+			}
+			g.emit(map[string]any{"ev": "report", "deliveries": g.deliv.Load(), "sessions_with_data": k,
+				"lost_sessions": g.lost.Load(), "p50_ms": jsonNum(g.lat.quantile(0.5)), "p99_ms": jsonNum(g.lat.quantile(0.99)),
+				"max_ms": jsonNum(g.lat.quantile(1))})
+		case "leave":
+			t0 := time.Now()
+			g.leave()
+			g.emit(map[string]any{"ev": "left", "secs": time.Since(t0).Seconds()})
+		}
+	}
+	close(stop)
+	g.leave()
+}
+
+func jsonNum(v float64) float64 {
+	if math.IsNaN(v) {
+		return -1
+	}
+	return v
+}
+
+var errConnectBudget = errors.New("connect phase deadline passed before this session's turn")
+
+// connect opens n sessions, FLEETBENCH_DIALS (32) dials at a time and within
+// FLEETBENCH_CONNECT (180 s): a session not open by then counts as failed, spread over 127.0.0.1 … 127.0.0.<sources>.
+func (g *loadgen) connect() {
+	t0 := time.Now()
+	var ok, failed, retries atomic.Int64
+	var firstErr atomic.Value
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	g.sessions = make([]*rawSession, g.n)
+	dials, _ := strconv.Atoi(os.Getenv(dialsEnv))
+	if dials <= 0 {
+		dials = 32
+	}
+	budget, _ := time.ParseDuration(os.Getenv(connectEnv))
+	if budget <= 0 {
+		budget = 180 * time.Second
+	}
+	phaseEnd := t0.Add(budget)
+	for range dials {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(1+i%g.sources))}
+				// A refused or closed handshake is retried, as a zenoh-pico client redials:
+				// up to 8 attempts of at most 5 s, 50 ms doubling to 1 s between them.
+				var s *rawSession
+				var err error
+				err = errConnectBudget
+				for attempt, wait := 0, 50*time.Millisecond; attempt < 8 && time.Now().Before(phaseEnd); attempt, wait = attempt+1, min(2*wait, time.Second) {
+					if attempt > 0 {
+						retries.Add(1)
+						time.Sleep(wait)
+					}
+					if s, err = dialRaw(local, g.addr, g.batch, g.lease, 5*time.Second); err == nil {
+						break
+					}
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
+				if err == nil {
+					err = s.declareSubscriber(g.key, time.Now().Add(10*time.Second))
+				}
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					if s != nil {
+						_ = s.close()
+					}
+					continue
+				}
+				ok.Add(1)
+				g.mu.Lock()
+				g.sessions[i] = s
+				g.mu.Unlock()
+				g.wg.Add(1)
+				go g.read(i, s)
+			}
+		}()
+	}
+	for i := range g.n {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	fe, _ := firstErr.Load().(string)
+	g.emit(map[string]any{"ev": "connected", "ok": ok.Load(), "failed": failed.Load(), "secs": time.Since(t0).Seconds(), "first_error": fe, "retries": retries.Load()})
+}
+
+// read counts the fan-out samples of one session: every batch is searched for the payload
+// magic (a 1500-byte sample fits one batch, so it is never cut by fragmentation).
+func (g *loadgen) read(i int, s *rawSession) {
+	defer g.wg.Done()
+	var buf []byte
+	for {
+		b, err := readStreamBatch(s.br, buf)
+		if err != nil {
+			if !g.leaving.Load() {
+				g.lost.Add(1)
+			}
+			return
+		}
+		buf = b
+		now := time.Now().UnixNano()
+		for off := 0; ; {
+			j := bytes.Index(b[off:], fanMagic)
+			if j < 0 || off+j+fanHeader > len(b) {
+				break
+			}
+			p := b[off+j:]
+			off += j + fanHeader
+			if binary.LittleEndian.Uint32(p[4:]) < g.minSeq.Load() {
+				continue
+			}
+			sent := int64(binary.LittleEndian.Uint64(p[8:]))
+			g.deliv.Add(1)
+			g.withData[i].Store(true)
+			g.lat.add(float64(now-sent) / 1e3)
+		}
+	}
+}
+
+// keepAlive writes a KEEP_ALIVE to every session every lease/4.
+func (g *loadgen) keepAlive(stop chan struct{}) {
+	t := time.NewTicker(g.lease / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			g.mu.Lock()
+			ss := append([]*rawSession(nil), g.sessions...)
+			g.mu.Unlock()
+			// A deadline per write: one for the whole sweep would expire part-way through a
+			// sweep of 10 000 sessions and silently skip the rest (their leases expired).
+			for _, s := range ss {
+				if s != nil {
+					_ = s.keepAlive(time.Now().Add(time.Second))
+				}
+			}
+		}
+	}
+}
+
+// leave closes every session (TCP close, pico's usual way to leave) and waits for the
+// readers.
+func (g *loadgen) leave() {
+	g.leaving.Store(true)
+	g.mu.Lock()
+	ss := g.sessions
+	g.sessions = nil
+	g.mu.Unlock()
+	for _, s := range ss {
+		if s != nil {
+			_ = s.close()
+		}
+	}
+	g.wg.Wait()
+}
+
+// encodeFan writes the fan-out payload header into b.
+func encodeFan(b []byte, seq uint32, at time.Time) {
+	copy(b, fanMagic)
+	binary.LittleEndian.PutUint32(b[4:], seq)
+	binary.LittleEndian.PutUint64(b[8:], uint64(at.UnixNano()))
+}
