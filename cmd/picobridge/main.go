@@ -5,10 +5,12 @@
 package main
 
 import (
-	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/picobridge/picobridge/internal/cli"
 )
 
 // version is set with -ldflags "-X main.version=..." by release builds.
@@ -33,18 +35,15 @@ func newRootCommand() *cobra.Command {
 }
 
 func main() {
-	if err := newRootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "picobridge:", err)
-		os.Exit(exitCode(err))
-	}
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// exitCoder lets a subcommand choose its process exit status.
-type exitCoder interface{ ExitCode() int }
-
-func exitCode(err error) int {
-	if ec, ok := err.(exitCoder); ok {
-		return ec.ExitCode()
-	}
-	return 1
+// realMain runs the command line args and returns the exit status: 0, 1 when
+// the command failed, 2 for a usage or configuration error (package
+// internal/cli; wire decode --check has its own, docs/run.md).
+func realMain(args []string, stdout, stderr io.Writer) int {
+	return cli.Main(newRootCommand(), args, stdout, stderr)
 }
+
+// exitCode is the exit status of err (cli.ExitCode).
+func exitCode(err error) int { return cli.ExitCode(err) }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/picobridge/picobridge/internal/cli"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
@@ -96,7 +98,7 @@ func parseZID(in string) (wire.ZID, error) {
 func parseLevel(s string) (slog.Level, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+		return 0, cli.Usagef("--log-level %q: want debug, info, warn or error", s)
 	}
 	return l, nil
 }
@@ -111,8 +113,13 @@ const (
 	maxRouterLease = transport.MaxLease
 )
 
-// validate checks every flag before anything starts.
+// validate checks every flag before anything starts; its errors are
+// cli.UsageErrors (exit status 2).
 func (o *routerOptions) validate() error {
+	return cli.Usage(o.check())
+}
+
+func (o *routerOptions) check() error {
 	if o.lease < minRouterLease || o.lease > maxRouterLease {
 		return fmt.Errorf("--lease %s: want %s to %s", o.lease, minRouterLease, maxRouterLease)
 	}
@@ -128,6 +135,28 @@ func (o *routerOptions) validate() error {
 		if _, err := transport.ParseEndpoint(ep); err != nil {
 			return fmt.Errorf("--connect: %w", err)
 		}
+	}
+	if o.metrics != "" {
+		if err := checkHostPort(o.metrics); err != nil {
+			return fmt.Errorf("--metrics %q: %w", o.metrics, err)
+		}
+	}
+	if o.id != "" {
+		if _, err := parseZID(o.id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkHostPort checks a TCP listen address: host:port, port 0 to 65535.
+func checkHostPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want HOST:PORT, e.g. 127.0.0.1:9464")
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q: want 0 to 65535", port)
 	}
 	return nil
 }
