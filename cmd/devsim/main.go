@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"strconv"
 	"sync"
 	"syscall"
@@ -129,7 +130,8 @@ func runFleet(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	fleet, err := devsim.NewFleet(cfg, opts)
 	if err != nil {
-		return cli.Usage(err)
+		// the package names itself; Main names the command already
+		return cli.Usage(errors.New(strings.TrimPrefix(err.Error(), "devsim: ")))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

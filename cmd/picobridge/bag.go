@@ -22,6 +22,7 @@ import (
 	"github.com/picobridge/picobridge/ddspath/replay"
 	"github.com/picobridge/picobridge/ddspath/ros2"
 	"github.com/picobridge/picobridge/ddspath/rosbag"
+	"github.com/picobridge/picobridge/internal/cli"
 )
 
 func init() { subcommands = append(subcommands, newBagCommand) }
@@ -157,7 +158,7 @@ through its recorded messages forever (repeatable). Replay ends when the recorde
 			opts.Domain = domain
 			var err error
 			if opts.FixedRates, err = parseFixedRates(fixed); err != nil {
-				return err
+				return cli.Usage(err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -202,13 +203,13 @@ func parseFixedRates(specs []string) (map[string]float64, error) {
 
 func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayOptions) error {
 	if !(opts.Speed > 0) || math.IsInf(opts.Speed, 0) {
-		return fmt.Errorf("--rate %v must be a positive number", opts.Speed)
+		return cli.Usagef("--rate %v must be a positive number", opts.Speed)
 	}
 	if opts.Duration < 0 {
-		return fmt.Errorf("--duration %v must not be negative (0 = no limit)", opts.Duration)
+		return cli.Usagef("--duration %v must not be negative (0 = no limit)", opts.Duration)
 	}
 	if opts.Realtime && !opts.DryRun {
-		return errors.New("--realtime only applies to --dry-run")
+		return cli.Usagef("--realtime only applies to --dry-run")
 	}
 	if !opts.DryRun && newReplaySink == nil {
 		return errors.New("bag replay: DDS output is not available in this build yet; use --dry-run")
@@ -232,7 +233,7 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 	inSel := map[string]bool{}
 	for _, n := range selected {
 		if _, ok := b.Topic(n); !ok {
-			return fmt.Errorf("%w: %q (the bag has %s)", rosbag.ErrUnknownTopic, n, strings.Join(names, ", "))
+			return cli.Usagef("--topics: %w: %q (the bag has %s)", rosbag.ErrUnknownTopic, n, strings.Join(names, ", "))
 		}
 		inSel[n] = true
 	}
@@ -257,10 +258,10 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 	sort.Strings(fixedTopics)
 	for _, n := range fixedTopics {
 		if _, ok := b.Topic(n); !ok {
-			return fmt.Errorf("--fixed-rate: %w: %q (the bag has %s)", rosbag.ErrUnknownTopic, n, strings.Join(names, ", "))
+			return cli.Usagef("--fixed-rate: %w: %q (the bag has %s)", rosbag.ErrUnknownTopic, n, strings.Join(names, ", "))
 		}
 		if len(opts.Topics) > 0 && !inSel[n] {
-			return fmt.Errorf("--fixed-rate topic %s is not among --topics", n)
+			return cli.Usagef("--fixed-rate topic %s is not among --topics", n)
 		}
 		src, err := replay.NewFixedRateSource(b, n, opts.FixedRates[n])
 		if err != nil {

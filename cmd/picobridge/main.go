@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
 
@@ -35,14 +36,16 @@ func newRootCommand() *cobra.Command {
 }
 
 func main() {
-	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(realMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // realMain runs the command line args and returns the exit status: 0, 1 when
 // the command failed, 2 for a usage or configuration error (package
 // internal/cli; wire decode --check has its own, docs/run.md).
-func realMain(args []string, stdout, stderr io.Writer) int {
-	return cli.Main(newRootCommand(), args, stdout, stderr)
+func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand()
+	root.SetContext(ctx)
+	return cli.Main(root, args, stdout, stderr)
 }
 
 // exitCode is the exit status of err (cli.ExitCode).

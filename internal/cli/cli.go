@@ -105,7 +105,8 @@ func Setup(root *cobra.Command) {
 func Execute(root *cobra.Command, args []string) error {
 	Setup(root)
 	root.SetArgs(args)
-	if _, _, err := root.Find(args); err != nil {
+	cmd, _, err := root.Find(args)
+	if err != nil {
 		// an unknown subcommand, reported before any flag or argument check
 		first, rest, _ := strings.Cut(strings.TrimRight(err.Error(), "\n"), "\n")
 		if rest != "" {
@@ -113,7 +114,10 @@ func Execute(root *cobra.Command, args []string) error {
 		}
 		return Usagef("%s (see %s --help)%s", first, root.Name(), rest)
 	}
-	err := root.Execute()
+	if err := singleDashLong(cmd, args); err != nil {
+		return err
+	}
+	err = root.Execute()
 	if err != nil && strings.HasPrefix(err.Error(), "required flag(s) ") {
 		return Usage(err)
 	}
@@ -130,4 +134,26 @@ func Main(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %s\n", root.Name(), strings.TrimRight(err.Error(), "\n"))
 	}
 	return ExitCode(err)
+}
+
+// singleDashLong refuses a long flag written with one dash (-duration, the
+// style of Go's flag package), which pflag would read as the shorthands
+// -d uration, with a message that names the right spelling.
+func singleDashLong(cmd *cobra.Command, args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if len(name) < 2 {
+			continue
+		}
+		if cmd.Flags().Lookup(name) != nil || cmd.InheritedFlags().Lookup(name) != nil {
+			return Usagef("%s: a long flag takes two dashes: --%s (see %s --help)", a, a[1:], cmd.CommandPath())
+		}
+	}
+	return nil
 }
