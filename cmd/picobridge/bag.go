@@ -39,6 +39,7 @@ type bagReplayOptions struct {
 	Duration   time.Duration
 	KeepStamps bool
 	Domain     uint32
+	Progress   time.Duration // a progress line on stderr this often; 0 = none
 }
 
 // newReplaySink builds the DDS output of `bag replay` (one raw-CDR writer per declared
@@ -175,6 +176,7 @@ through its recorded messages forever (repeatable). Replay ends when the recorde
 	f.DurationVar(&opts.Duration, "duration", 0, "stop after this much replay time (0 = no limit)")
 	f.BoolVar(&opts.KeepStamps, "keep-stamps", false, "publish the recorded header stamps unchanged")
 	f.Uint32Var(&domain, "domain", domain, "DDS domain id (default $ROS_DOMAIN_ID or 0)")
+	f.DurationVar(&opts.Progress, "progress", 5*time.Second, "print a progress line on stderr this often (0 = only the final counts; never with --dry-run)")
 	return cmd
 }
 
@@ -207,6 +209,9 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 	}
 	if opts.Duration < 0 {
 		return cli.Usagef("--duration %v must not be negative (0 = no limit)", opts.Duration)
+	}
+	if opts.Progress < 0 {
+		return cli.Usagef("--progress %v must not be negative (0 = none)", opts.Progress)
 	}
 	if opts.Realtime && !opts.DryRun {
 		return cli.Usagef("--realtime only applies to --dry-run")
@@ -309,7 +314,14 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 	}
 
 	e := replay.New(sink, eopt, sources...)
+	stopProgress := func() {}
+	if !opts.DryRun && opts.Progress > 0 {
+		fmt.Fprintf(stderr, "replaying %s from %s onto DDS domain %d: %s (Ctrl-C stops)\n",
+			strings.Join(selected, ", "), opts.Bag, opts.Domain, replayLength(b.Summary().Duration, opts, endless))
+		stopProgress = startProgress(stderr, e, opts.Progress)
+	}
 	err = e.Run(ctx)
+	stopProgress()
 	if pipe != nil && pipe.broken.Load() {
 		return nil // the reader went away (e.g. head): nothing more to say
 	}
@@ -337,6 +349,41 @@ func (p *epipeWriter) Write(b []byte) (int, error) {
 		p.cancel()
 	}
 	return n, err
+}
+
+// replayLength says how long a replay will run.
+func replayLength(recorded time.Duration, opts bagReplayOptions, endless bool) string {
+	switch {
+	case endless && opts.Duration == 0:
+		return "no end (--duration to stop after a time)"
+	case opts.Duration > 0 && (endless || time.Duration(float64(recorded)/opts.Speed) > opts.Duration):
+		return fmt.Sprintf("%s (--duration)", opts.Duration)
+	default:
+		return fmt.Sprintf("%s as recorded (--duration to stop earlier)", time.Duration(float64(recorded)/opts.Speed).Round(100*time.Millisecond))
+	}
+}
+
+// startProgress prints the engine's counters on w every period until the
+// returned function is called.
+func startProgress(w io.Writer, e *replay.Engine, period time.Duration) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				st := e.Stats()
+				fmt.Fprintf(w, "replay: %.0fs, %d messages sent (%s), %d write errors\n",
+					st.Elapsed.Seconds(), st.Sent, humanBytes(int64(st.Bytes)), st.Errors)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 func printReplayStats(w io.Writer, st replay.Stats) {
