@@ -12,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export PATH="$(go env GOPATH)/bin:$PATH"
+GOBIN_DIR="$(go env GOPATH)/bin"
+export PATH="$GOBIN_DIR:$PATH"
 TAGS="cyclonedds"
 FUZZTIME="${FUZZTIME:-1000x}"
 LOGDIR="$(mktemp -d -t picobridge-test.XXXXXX)"
