@@ -128,6 +128,7 @@ func TestRunErrors(t *testing.T) {
 			`devsim: --device: device spec "name=a,board=linux-host,bogus=1": unknown key "bogus" (name, platform, board, endpoint, drain, sub, pub, noprobe, NROS_*/ZPICO_*/CONFIG_NROS_*)`},
 		{[]string{"--config", "/nonexistent.yaml"}, "devsim: open /nonexistent.yaml: no such file or directory"},
 		{[]string{"--bogus"}, "devsim: unknown flag: --bogus (see devsim --help)"},
+		{[]string{"--device", "name=a,board=linux-host", "-e", "tcp/127.0.0.1:99999"}, `devsim: device "a": transport: endpoint "tcp/127.0.0.1:99999": port "99999": want 0 to 65535`},
 		{[]string{"extra"}, `devsim: unknown command "extra" for "devsim" (see devsim --help)`},
 		{[]string{"-stats", "1s", "--device", "name=a,board=linux-host", "-e", "tcp/127.0.0.1:1"}, "devsim: -stats: a long flag takes two dashes: --stats (see devsim --help)"},
 		{[]string{"--stats", "-1s", "--device", "name=a,board=linux-host", "-e", "tcp/127.0.0.1:1"}, "devsim: --stats -1s: must be ≥ 0 (0: only the summary)"},

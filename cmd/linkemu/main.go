@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -98,11 +100,14 @@ func main() {
 // checkOptions checks every flag before anything starts and returns the
 // proxy's configuration and toggle.
 func checkOptions(o options) (linkemu.Config, linkemu.Toggle, error) {
-	if _, _, err := linkemu.ParseEndpoint(o.listen); err != nil {
-		return linkemu.Config{}, linkemu.Toggle{}, fmt.Errorf("--listen: %w", err)
-	}
-	if _, _, err := linkemu.ParseEndpoint(o.upstream); err != nil {
-		return linkemu.Config{}, linkemu.Toggle{}, fmt.Errorf("--upstream: %w", err)
+	for _, ep := range []struct{ flag, v string }{{"--listen", o.listen}, {"--upstream", o.upstream}} {
+		_, hostport, err := linkemu.ParseEndpoint(ep.v)
+		if err == nil {
+			err = checkPort(ep.v, hostport)
+		}
+		if err != nil {
+			return linkemu.Config{}, linkemu.Toggle{}, fmt.Errorf("%s: %w", ep.flag, err)
+		}
 	}
 	profile, err := lookupProfile(o)
 	if err != nil {
@@ -128,6 +133,18 @@ func checkOptions(o options) (linkemu.Config, linkemu.Toggle, error) {
 		cfg.Profile, _ = toggle.Phase(0)
 	}
 	return cfg, toggle, nil
+}
+
+// checkPort refuses a port outside 0..65535 before anything listens.
+func checkPort(ep, hostport string) error {
+	_, port, err := net.SplitHostPort(hostport)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return fmt.Errorf("endpoint %q: port %q: want 0 to 65535", ep, port)
+	}
+	return nil
 }
 
 func lookupProfile(o options) (linkemu.Profile, error) {

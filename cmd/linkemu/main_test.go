@@ -56,6 +56,8 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"--listen", "tcp/127.0.0.1:0", "--upstream", "tcp/127.0.0.1:7447", "--profile", "awful"},
 			`linkemu: --profile: unknown profile "awful" (allowed: clean, mild, moderate, strong)`},
 		{[]string{"-listen", "tcp/127.0.0.1:0"}, `linkemu: -listen: a long flag takes two dashes: --listen (see linkemu --help)`},
+		{[]string{"--listen", "tcp/127.0.0.1:99999", "--upstream", "tcp/127.0.0.1:7447"}, `linkemu: --listen: endpoint "tcp/127.0.0.1:99999": port "99999": want 0 to 65535`},
+		{[]string{"--listen", "udp/127.0.0.1:0", "--upstream", "udp/127.0.0.1:70000"}, `linkemu: --upstream: endpoint "udp/127.0.0.1:70000": port "70000": want 0 to 65535`},
 	} {
 		var out, errb bytes.Buffer
 		require.Equal(t, 2, cli.Main(newCommand(), tc.args, &out, &errb), "%v", tc.args)
