@@ -25,6 +25,12 @@ func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "picobridge",
 		Short:         "Gateway between ROS 2 (DDS) and zenoh-pico device fleets",
+		Long: `picobridge is a gateway between ROS 2 robots (DDS) and fleets of zenoh-pico devices
+(docs/run.md), with the tools around it: a plain Zenoh router, bag inspection and replay,
+knob explanation, the Zenoh wire decoder.
+
+Exit status (every subcommand): 0 success; 1 the command ran and failed; 2 a usage or
+configuration error, found before anything starts (wire decode and --check add their own).`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
