@@ -23,8 +23,8 @@ var subcommands []func() *cobra.Command
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "picobridge",
-		Short:         "Gateway between ROS 2 (DDS) and zenoh-pico device fleets",
+		Use:   "picobridge",
+		Short: "Gateway between ROS 2 (DDS) and zenoh-pico device fleets",
 		Long: `picobridge is a gateway between ROS 2 robots (DDS) and fleets of zenoh-pico devices
 (docs/run.md), with the tools around it: a plain Zenoh router, bag inspection and replay,
 knob explanation, the Zenoh wire decoder.
