@@ -138,8 +138,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.stats = newServerMetrics(s.reg)
 
-	routerLog := newRouterLogHandler(log.Handler())
-	rc := zenohpath.RouterConfig{Logger: slog.New(routerLog).With("part", "router"), Transport: opts.Transport}
+	rc := zenohpath.RouterConfig{Logger: log.With("part", "router"), Transport: opts.Transport}
 	switch cfg.Zenoh.Mode {
 	case bridge.ModePeer:
 		rc.WhatAmI, rc.DialAs = wire.WhatAmIPeer, wire.WhatAmIPeer
@@ -157,6 +156,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if rc.Transport.Metrics, err = transport.NewMetrics(s.reg); err != nil {
 		return nil, err
 	}
+	// The router's own log without the gateway's in-process faces (routerlog.go).
+	routerLog := newRouterLogHandler(log.Handler())
+	rc.Logger = slog.New(routerLog).With("part", "router")
 	s.router = zenohpath.NewRouter(rc)
 	routerLog.setSelf(s.router.ZID().String())
 

@@ -113,13 +113,8 @@ const (
 	maxRouterLease = transport.MaxLease
 )
 
-// validate checks every flag before anything starts; its errors are
-// cli.UsageErrors (exit status 2).
+// validate checks every flag before anything starts.
 func (o *routerOptions) validate() error {
-	return cli.Usage(o.check())
-}
-
-func (o *routerOptions) check() error {
 	if o.lease < minRouterLease || o.lease > maxRouterLease {
 		return fmt.Errorf("--lease %s: want %s to %s", o.lease, minRouterLease, maxRouterLease)
 	}
@@ -136,6 +131,11 @@ func (o *routerOptions) check() error {
 			return fmt.Errorf("--connect: %w", err)
 		}
 	}
+	return nil
+}
+
+// validateAddrs checks --metrics and --id before anything starts.
+func (o *routerOptions) validateAddrs() error {
 	if o.metrics != "" {
 		if err := checkHostPort(o.metrics); err != nil {
 			return fmt.Errorf("--metrics %q: %w", o.metrics, err)
@@ -169,7 +169,10 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 		return err
 	}
 	if err := o.validate(); err != nil {
-		return err
+		return cli.Usage(err) // exit status 2
+	}
+	if err := o.validateAddrs(); err != nil {
+		return cli.Usage(err)
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 	cfg := zenohpath.RouterConfig{Logger: log, Transport: transport.Config{Lease: o.lease, BatchSize: o.batch}}
