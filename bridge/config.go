@@ -4,8 +4,10 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -552,8 +554,10 @@ func (c *Config) Validate() error {
 	}
 	atLeast("supervisor.recover.evaluations", s.Recover.Evaluations, 1)
 	if c.Metrics.Listen != "" {
-		if _, port, ok := strings.Cut(c.Metrics.Listen, ":"); !ok || port == "" {
+		if _, port, err := net.SplitHostPort(c.Metrics.Listen); err != nil || port == "" {
 			at("metrics.listen", "want host:port or empty (got %q)", c.Metrics.Listen)
+		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			at("metrics.listen", "port %s: want 0 to 65535 (got %q)", port, c.Metrics.Listen)
 		}
 	}
 	atLeast("metrics.max_devices", c.Metrics.MaxDevices, 1)
@@ -619,6 +623,9 @@ func checkEndpoint(e string) error {
 		if r < '0' || r > '9' {
 			return fmt.Errorf("port %q is not a number", addr[i+1:])
 		}
+	}
+	if _, err := strconv.ParseUint(addr[i+1:], 10, 16); err != nil {
+		return fmt.Errorf("port %s: want 0 to 65535", addr[i+1:])
 	}
 	return nil
 }

@@ -3,7 +3,7 @@
 // rawcdr.h: an opaque, keyless Cyclone DDS 0.10.2 sertype whose samples are
 // the serialized CDR bytes themselves (4-byte encapsulation header included),
 // plus the few helpers the Go binding calls. See docs/dds.md and
-// /work/shared/design/dds-cyclone.md §2 for the ownership rules.
+// ../shared/design/dds-cyclone.md (beside the checkout) §2 for the ownership rules.
 #ifndef PICOBRIDGE_RAWCDR_H
 #define PICOBRIDGE_RAWCDR_H
 

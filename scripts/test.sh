@@ -12,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-export PATH="$(go env GOPATH)/bin:$PATH"
+GOBIN_DIR="$(go env GOPATH)/bin"
+export PATH="$GOBIN_DIR:$PATH"
 TAGS="cyclonedds"
 FUZZTIME="${FUZZTIME:-1000x}"
 LOGDIR="$(mktemp -d -t picobridge-test.XXXXXX)"
@@ -21,6 +22,10 @@ echo "== go vet"
 go vet -tags "$TAGS" ./...
 echo "== staticcheck"
 staticcheck -tags "$TAGS" ./...
+
+echo "== cross-build: the Zenoh-only picobridge for linux/arm64, CGO off"
+CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -o "$LOGDIR/picobridge-linux-arm64" ./cmd/picobridge
+file "$LOGDIR/picobridge-linux-arm64" 2>/dev/null || true
 
 echo "== fuzz (each target ${FUZZTIME})"
 for pkg in $(go list ./...); do
@@ -40,9 +45,17 @@ set +e
 go test -tags "$TAGS" -race -shuffle on -count 1 -timeout 30m -v ./... >"$LOGDIR/test.log" 2>&1
 rc=$?
 set -e
-# Package results, skipped tests with their reasons (e.g. SKIP: set ZENOH_PICO_EXAMPLES=...), failures.
+# Package results, then every skipped test with its reason: the last line the test logged
+# before its "--- SKIP" (e.g. e2e_test.go:485: SKIP: set ZENOH_PICO_EXAMPLES ...), whatever
+# the file is called and whether or not the message starts with SKIP; then failures.
 grep -E '^(ok|FAIL|\?) ' "$LOGDIR/test.log" || true
-grep -E '^\s*--- SKIP|^\s+[a-z_]+\.go:[0-9]+: SKIP' "$LOGDIR/test.log" | sort -u || true
+echo "== skipped tests and why"
+awk '
+/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+/^[ \t]*--- SKIP: / { n = $3; skipped[++count] = n ": " ((n in msg) ? msg[n] : "(no reason logged)"); next }
+/^[ \t]+[^ \t]+\.go:[0-9]+: / { line = $0; sub(/^[ \t]+/, "", line); msg[cur] = line; next }
+/^(ok|FAIL|\?)[ \t]+[^ \t]+/ { for (i = 1; i <= count; i++) print "  " $2 " " skipped[i]; count = 0; split("", msg); next }
+' "$LOGDIR/test.log"
 if [ "$rc" -ne 0 ]; then
 	echo "== failures"
 	grep -n -A40 -E '^\s*--- FAIL' "$LOGDIR/test.log" | head -400

@@ -128,6 +128,13 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 			_ = s.Close()
 		}
 	}()
+	if cfg.Metrics.Listen != "" {
+		// Bound first: an address in use fails the start before DDS or a
+		// listener starts (and before either logs anything).
+		if s.httpLn, err = net.Listen("tcp", cfg.Metrics.Listen); err != nil {
+			return nil, fmt.Errorf("metrics.listen %s: %w", cfg.Metrics.Listen, err)
+		}
+	}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.stats = newServerMetrics(s.reg)
 
@@ -152,7 +159,11 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if rc.Transport.Metrics, err = transport.NewMetrics(s.reg); err != nil {
 		return nil, err
 	}
+	// The router's own log without the gateway's in-process faces (routerlog.go).
+	routerLog := newRouterLogHandler(log.Handler())
+	rc.Logger = slog.New(routerLog).With("part", "router")
 	s.router = zenohpath.NewRouter(rc)
+	routerLog.setSelf(s.router.ZID().String())
 
 	cat, err := firmware.Catalog()
 	if err != nil {
@@ -184,6 +195,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	s.devs = newDevices(s)
 
+	var shown []string // as configured, with the port a ":0" got
 	if cfg.Zenoh.Mode == bridge.ModeClient {
 		log.Info("client mode: not listening; devices reach the gateway through its upstream router")
 	} else {
@@ -193,6 +205,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 				return nil, err
 			}
 			s.eps = append(s.eps, ln.Endpoint())
+			shown = append(shown, shownEndpoint(ep, ln.Endpoint()))
 		}
 	}
 	for _, ep := range cfg.Zenoh.Connect {
@@ -214,13 +227,11 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		}
 	}
 
-	if cfg.Metrics.Listen != "" {
-		if err := s.startHTTP(cfg.Metrics.Listen); err != nil {
-			return nil, err
-		}
+	if s.httpLn != nil {
+		s.serveHTTP()
 	}
 	log.Info("picobridge running", "zid", s.router.ZID().String(), "mode", string(cfg.Zenoh.Mode),
-		"listen", strings.Join(s.eps, ","), "connect", strings.Join(cfg.Zenoh.Connect, ","),
+		"listen", strings.Join(shown, ","), "connect", strings.Join(cfg.Zenoh.Connect, ","),
 		"dds_domain", cfg.DDS.Domain, "key_style", string(cfg.Routes.KeyStyle), "http", s.HTTPAddr())
 	return s, nil
 }
@@ -231,6 +242,8 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		if s.http != nil {
 			_ = s.http.Close()
+		} else if s.httpLn != nil {
+			_ = s.httpLn.Close() // bound, never served: Start failed
 		}
 		if s.cancel != nil {
 			s.cancel()
@@ -291,19 +304,14 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-func (s *Server) startHTTP(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("metrics.listen %s: %w", addr, err)
-	}
-	s.httpLn = ln
+// serveHTTP serves Handler on s.httpLn, bound at the start of Start.
+func (s *Server) serveHTTP() {
 	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		_ = s.http.Serve(ln)
+		_ = s.http.Serve(s.httpLn)
 	}()
-	return nil
 }
 
 // Routez lists the bridged routes with their counters.

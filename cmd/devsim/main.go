@@ -14,7 +14,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,67 +27,98 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/picobridge/picobridge/firmware/devsim"
+	"github.com/picobridge/picobridge/internal/cli"
 )
-
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// options are devsim's flags.
+type options struct {
+	endpoint string
+	devices  []string
+	config   string
+	every    time.Duration
+	duration time.Duration
+	asJSON   bool
+	verbose  bool
+	samples  string
+}
+
+// run runs devsim with args (without the program name) and returns its exit
+// status: 0, 1 when the fleet failed to start, 2 for a usage or
+// configuration error (internal/cli).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("devsim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var devices multiFlag
-	endpoint := fs.String("e", "", "router endpoint for devices that name none (tcp/host:port, udp/host:port)")
-	fs.StringVar(endpoint, "connect", "", "same as -e")
-	fs.Var(&devices, "device", "a device: name=N,platform=P[,board=B][,sub=KEY][,pub=KEY:HZ[:SIZE[:express]]][,drain=D][,NROS_X=V] (repeatable)")
-	config := fs.String("config", "", "fleet file (YAML, docs/devsim.md)")
-	every := fs.Duration("stats", time.Second, "print stats this often (0: only the summary)")
-	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
-	asJSON := fs.Bool("json", false, "print stats as JSON lines")
-	verbose := fs.Bool("v", false, "log sessions to stderr")
-	samples := fs.String("samples", "", "write every sample (device, key, seq, stamp, receive and delivery time, latency, outcome) to this CSV file")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	var o options
+	cmd := &cobra.Command{
+		Use:   "devsim",
+		Short: "Run simulated zenoh-pico devices that obey their knobs against a Zenoh router",
+		Long: `devsim connects simulated zenoh-pico devices to a Zenoh router (a gateway's listen
+endpoint) in client mode. Each device resolves its knobs like the firmware build does
+(builtin < platform < board < env) and behaves accordingly: receive batch size,
+frag_max_size, subscriber ring depth (a full ring drops), socket timeout window, TX
+batching. It prints each device's stats every --stats and a summary at the end
+(SIGINT/SIGTERM or --duration). docs/devsim.md has the fleet file format.`,
+		Example: `  devsim -e tcp/127.0.0.1:7447 --device name=zephyr1,platform=zephyr,board=nucleo_f429zi,sub=scan
+  devsim -e tcp/127.0.0.1:7447 --config fleet.yaml --duration 30s --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runFleet(cmd.Context(), o, stdout, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.endpoint, "connect", "e", "", "router endpoint for devices that name none (tcp/host:port, udp/host:port)")
+	f.StringArrayVar(&o.devices, "device", nil, "a device: name=N,platform=P[,board=B][,sub=KEY][,pub=KEY:HZ[:SIZE[:express]]][,drain=D][,NROS_X=V] (repeatable)")
+	f.StringVarP(&o.config, "config", "c", "", "fleet file (YAML, docs/devsim.md)")
+	f.DurationVar(&o.every, "stats", time.Second, "print stats this often (0: only the summary)")
+	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until interrupted)")
+	f.BoolVar(&o.asJSON, "json", false, "print stats as JSON lines")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "log sessions to stderr")
+	f.StringVar(&o.samples, "samples", "", "write every sample (device, key, seq, stamp, receive and delivery time, latency, outcome) to this CSV file")
+	cmd.SetContext(ctx)
+	return cli.Main(cmd, args, stdout, stderr)
+}
+
+func runFleet(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	if o.every < 0 {
+		return cli.Usagef("--stats %v: must be ≥ 0 (0: only the summary)", o.every)
+	}
+	if o.duration < 0 {
+		return cli.Usagef("--duration %v: must be ≥ 0 (0: until interrupted)", o.duration)
 	}
 	cfg := &devsim.FleetConfig{}
-	if *config != "" {
-		c, err := devsim.LoadFleetConfig(*config)
+	if o.config != "" {
+		c, err := devsim.LoadFleetConfig(o.config)
 		if err != nil {
-			fmt.Fprintln(stderr, "devsim:", err)
-			return 2
+			return cli.Usage(err)
 		}
 		cfg = c
 	}
-	for _, spec := range devices {
+	for _, spec := range o.devices {
 		dc, err := devsim.ParseDeviceSpec(spec)
 		if err != nil {
-			fmt.Fprintln(stderr, "devsim:", err)
-			return 2
+			return cli.Usagef("--device: %w", err)
 		}
 		cfg.Devices = append(cfg.Devices, dc)
 	}
-	if *endpoint != "" {
-		cfg.Endpoint = *endpoint
+	if o.endpoint != "" {
+		cfg.Endpoint = o.endpoint
 	}
 	if len(cfg.Devices) == 0 {
-		fmt.Fprintln(stderr, "devsim: no device (use --device or --config)")
-		return 2
+		return cli.Usagef("no device (use --device or --config)")
 	}
 	opts := devsim.Options{}
-	if *verbose {
+	if o.verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	if *samples != "" {
-		f, err := os.Create(*samples)
+	if o.samples != "" {
+		f, err := os.Create(o.samples)
 		if err != nil {
-			fmt.Fprintln(stderr, "devsim:", err)
-			return 2
+			return cli.Usagef("--samples: %w", err)
 		}
 		sw := newSampleWriter(f)
 		defer func() {
@@ -100,23 +130,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fleet, err := devsim.NewFleet(cfg, opts)
 	if err != nil {
-		fmt.Fprintln(stderr, "devsim:", err)
-		return 2
+		// the package names itself; Main names the command already
+		return cli.Usage(errors.New(strings.TrimPrefix(err.Error(), "devsim: ")))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *duration > 0 {
+	if o.duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
 		defer cancel()
 	}
 	if err := fleet.Start(ctx); err != nil {
-		fmt.Fprintln(stderr, "devsim:", err)
-		return 1
+		return err
 	}
 	var tick <-chan time.Time
-	if *every > 0 {
-		t := time.NewTicker(*every)
+	if o.every > 0 {
+		t := time.NewTicker(o.every)
 		defer t.Stop()
 		tick = t.C
 	}
@@ -126,12 +155,12 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-tick:
-			print(stdout, fleet.Stats(), *asJSON, false)
+			print(stdout, fleet.Stats(), o.asJSON, false)
 		}
 	}
 	fleet.Stop()
-	print(stdout, fleet.Stats(), *asJSON, true)
-	return 0
+	print(stdout, fleet.Stats(), o.asJSON, true)
+	return nil
 }
 
 // sampleWriter writes SampleEvents as CSV lines; safe for concurrent use.

@@ -113,17 +113,29 @@ func TestRunTableAndConfig(t *testing.T) {
 	require.Contains(t, out.String(), "RING_FULL")
 }
 
+// TestRunErrors: every usage or configuration error exits 2 with one line
+// naming the flag or file, before any device connects.
 func TestRunErrors(t *testing.T) {
-	for _, args := range [][]string{
-		{},
-		{"--device", "name=a,platform=nope", "-e", "tcp/127.0.0.1:1"},
-		{"--device", "name=a,board=linux-host"},
-		{"--device", "name=a,board=linux-host,bogus=1", "-e", "tcp/127.0.0.1:1"},
-		{"--config", "/nonexistent.yaml"},
-		{"--bogus"},
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "devsim: no device (use --device or --config)"},
+		{[]string{"--device", "name=a,platform=nope", "-e", "tcp/127.0.0.1:1"},
+			`devsim: knobs of platform "nope" board "": platform: no platform named "nope" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`},
+		{[]string{"--device", "name=a,board=linux-host"}, `devsim: device "a": no endpoint`},
+		{[]string{"--device", "name=a,board=linux-host,bogus=1", "-e", "tcp/127.0.0.1:1"},
+			`devsim: --device: device spec "name=a,board=linux-host,bogus=1": unknown key "bogus" (name, platform, board, endpoint, drain, sub, pub, noprobe, NROS_*/ZPICO_*/CONFIG_NROS_*)`},
+		{[]string{"--config", "/nonexistent.yaml"}, "devsim: open /nonexistent.yaml: no such file or directory"},
+		{[]string{"--bogus"}, "devsim: unknown flag: --bogus (see devsim --help)"},
+		{[]string{"--device", "name=a,board=linux-host", "-e", "tcp/127.0.0.1:99999"}, `devsim: device "a": transport: endpoint "tcp/127.0.0.1:99999": port "99999": want 0 to 65535`},
+		{[]string{"extra"}, `devsim: unknown command "extra" for "devsim" (see devsim --help)`},
+		{[]string{"-stats", "1s", "--device", "name=a,board=linux-host", "-e", "tcp/127.0.0.1:1"}, "devsim: -stats: a long flag takes two dashes: --stats (see devsim --help)"},
+		{[]string{"--stats", "-1s", "--device", "name=a,board=linux-host", "-e", "tcp/127.0.0.1:1"}, "devsim: --stats -1s: must be ≥ 0 (0: only the summary)"},
 	} {
 		var out, errb bytes.Buffer
-		require.Equal(t, 2, run(context.Background(), args, &out, &errb), "%v", args)
-		require.NotEmpty(t, errb.String())
+		require.Equal(t, 2, run(context.Background(), tc.args, &out, &errb), "%v", tc.args)
+		require.Equal(t, tc.want+"\n", errb.String(), "%v", tc.args)
+		require.Empty(t, out.String())
 	}
 }

@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/picobridge/picobridge/eval/linkemu"
+	"github.com/picobridge/picobridge/internal/cli"
 )
 
 type options struct {
@@ -88,11 +91,60 @@ it produced next to the loss the profile should produce.`,
 	return cmd
 }
 
+// main exits 0, 1 when the proxy failed, 2 for a usage or configuration
+// error (internal/cli).
 func main() {
-	if err := newCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "linkemu:", err)
-		os.Exit(1)
+	os.Exit(cli.Main(newCommand(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// checkOptions checks every flag before anything starts and returns the
+// proxy's configuration and toggle.
+func checkOptions(o options) (linkemu.Config, linkemu.Toggle, error) {
+	for _, ep := range []struct{ flag, v string }{{"--listen", o.listen}, {"--upstream", o.upstream}} {
+		_, hostport, err := linkemu.ParseEndpoint(ep.v)
+		if err == nil {
+			err = checkPort(ep.v, hostport)
+		}
+		if err != nil {
+			return linkemu.Config{}, linkemu.Toggle{}, fmt.Errorf("%s: %w", ep.flag, err)
+		}
 	}
+	profile, err := lookupProfile(o)
+	if err != nil {
+		return linkemu.Config{}, linkemu.Toggle{}, fmt.Errorf("--profile: %w", err)
+	}
+	framing, err := linkemu.ParseFraming(o.framing)
+	if err != nil {
+		return linkemu.Config{}, linkemu.Toggle{}, fmt.Errorf("--framing: %w", err)
+	}
+	if o.toggleStart != "on" && o.toggleStart != "off" {
+		return linkemu.Config{}, linkemu.Toggle{}, fmt.Errorf("--toggle-start: must be on or off (got %q)", o.toggleStart)
+	}
+	cfg := linkemu.Config{
+		Profile: profile, Seed: o.seed, QueueBytes: o.queueBytes, Framing: framing, ChunkSize: o.chunkSize,
+		UDPReorder: o.udpReorder,
+		RTO:        linkemu.RTOConfig{Min: o.rtoMin, Max: o.rtoMax, Initial: o.rtoInitial},
+	}
+	toggle := linkemu.Toggle{On: profile, Period: o.toggle, StartOn: o.toggleStart == "on"}
+	if o.toggle > 0 {
+		if err := toggle.Validate(); err != nil {
+			return linkemu.Config{}, linkemu.Toggle{}, err
+		}
+		cfg.Profile, _ = toggle.Phase(0)
+	}
+	return cfg, toggle, nil
+}
+
+// checkPort refuses a port outside 0..65535 before anything listens.
+func checkPort(ep, hostport string) error {
+	_, port, err := net.SplitHostPort(hostport)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return fmt.Errorf("endpoint %q: port %q: want 0 to 65535", ep, port)
+	}
+	return nil
 }
 
 func lookupProfile(o options) (linkemu.Profile, error) {
@@ -115,34 +167,9 @@ func lookupProfile(o options) (linkemu.Profile, error) {
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
-	if _, _, err := linkemu.ParseEndpoint(o.listen); err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
-	if _, _, err := linkemu.ParseEndpoint(o.upstream); err != nil {
-		return fmt.Errorf("--upstream: %w", err)
-	}
-	profile, err := lookupProfile(o)
+	cfg, toggle, err := checkOptions(o)
 	if err != nil {
-		return fmt.Errorf("--profile: %w", err)
-	}
-	framing, err := linkemu.ParseFraming(o.framing)
-	if err != nil {
-		return fmt.Errorf("--framing: %w", err)
-	}
-	if o.toggleStart != "on" && o.toggleStart != "off" {
-		return fmt.Errorf("--toggle-start: must be on or off (got %q)", o.toggleStart)
-	}
-	cfg := linkemu.Config{
-		Profile: profile, Seed: o.seed, QueueBytes: o.queueBytes, Framing: framing, ChunkSize: o.chunkSize,
-		UDPReorder: o.udpReorder,
-		RTO:        linkemu.RTOConfig{Min: o.rtoMin, Max: o.rtoMax, Initial: o.rtoInitial},
-	}
-	toggle := linkemu.Toggle{On: profile, Period: o.toggle, StartOn: o.toggleStart == "on"}
-	if o.toggle > 0 {
-		if err := toggle.Validate(); err != nil {
-			return err
-		}
-		cfg.Profile, _ = toggle.Phase(0)
+		return cli.Usage(err)
 	}
 	p, err := linkemu.NewProxy(o.listen, o.upstream, cfg)
 	if err != nil {
@@ -150,7 +177,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	defer p.Close()
 	proto, _, _ := strings.Cut(o.listen, "/")
-	fmt.Fprintf(stderr, "linkemu: %s/%s -> %s profile=%s seed=%d toggle=%v\n", proto, p.Addr(), o.upstream, profile.Name, o.seed, o.toggle)
+	fmt.Fprintf(stderr, "linkemu: %s/%s -> %s profile=%s seed=%d toggle=%v\n", proto, p.Addr(), o.upstream, toggle.On.Name, o.seed, o.toggle)
 
 	if o.duration > 0 {
 		var cancel context.CancelFunc

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/internal/cli"
 )
 
 func execute(t *testing.T, args ...string) (stdout, stderr string, err error) {
@@ -40,6 +42,26 @@ func TestRefusesBadArguments(t *testing.T) {
 	} {
 		_, _, err := execute(t, tc.args...)
 		require.ErrorContains(t, err, tc.err, tc.args)
+	}
+}
+
+// TestExitStatus: usage errors exit 2 with one line on stderr, as every
+// picobridge command does (internal/cli).
+func TestExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--upstream", "tcp/127.0.0.1:7447"}, `linkemu: required flag(s) "listen" not set`},
+		{[]string{"--listen", "tcp/127.0.0.1:0", "--upstream", "tcp/127.0.0.1:7447", "--profile", "awful"},
+			`linkemu: --profile: unknown profile "awful" (allowed: clean, mild, moderate, strong)`},
+		{[]string{"-listen", "tcp/127.0.0.1:0"}, `linkemu: -listen: a long flag takes two dashes: --listen (see linkemu --help)`},
+		{[]string{"--listen", "tcp/127.0.0.1:99999", "--upstream", "tcp/127.0.0.1:7447"}, `linkemu: --listen: endpoint "tcp/127.0.0.1:99999": port "99999": want 0 to 65535`},
+		{[]string{"--listen", "udp/127.0.0.1:0", "--upstream", "udp/127.0.0.1:70000"}, `linkemu: --upstream: endpoint "udp/127.0.0.1:70000": port "70000": want 0 to 65535`},
+	} {
+		var out, errb bytes.Buffer
+		require.Equal(t, 2, cli.Main(newCommand(), tc.args, &out, &errb), "%v", tc.args)
+		require.Equal(t, tc.want+"\n", errb.String(), "%v", tc.args)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/picobridge/picobridge/ddspath/replay"
 	"github.com/picobridge/picobridge/ddspath/ros2"
 	"github.com/picobridge/picobridge/ddspath/rosbag"
+	"github.com/picobridge/picobridge/internal/cli"
 )
 
 func init() { subcommands = append(subcommands, newBagCommand) }
@@ -38,6 +39,7 @@ type bagReplayOptions struct {
 	Duration   time.Duration
 	KeepStamps bool
 	Domain     uint32
+	Progress   time.Duration // a progress line on stderr this often; 0 = none
 }
 
 // newReplaySink builds the DDS output of `bag replay` (one raw-CDR writer per declared
@@ -157,7 +159,7 @@ through its recorded messages forever (repeatable). Replay ends when the recorde
 			opts.Domain = domain
 			var err error
 			if opts.FixedRates, err = parseFixedRates(fixed); err != nil {
-				return err
+				return cli.Usage(err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -174,6 +176,7 @@ through its recorded messages forever (repeatable). Replay ends when the recorde
 	f.DurationVar(&opts.Duration, "duration", 0, "stop after this much replay time (0 = no limit)")
 	f.BoolVar(&opts.KeepStamps, "keep-stamps", false, "publish the recorded header stamps unchanged")
 	f.Uint32Var(&domain, "domain", domain, "DDS domain id (default $ROS_DOMAIN_ID or 0)")
+	f.DurationVar(&opts.Progress, "progress", 5*time.Second, "print a progress line on stderr this often (0 = only the final counts; never with --dry-run)")
 	return cmd
 }
 
@@ -202,13 +205,16 @@ func parseFixedRates(specs []string) (map[string]float64, error) {
 
 func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayOptions) error {
 	if !(opts.Speed > 0) || math.IsInf(opts.Speed, 0) {
-		return fmt.Errorf("--rate %v must be a positive number", opts.Speed)
+		return cli.Usagef("--rate %v must be a positive number", opts.Speed)
 	}
 	if opts.Duration < 0 {
-		return fmt.Errorf("--duration %v must not be negative (0 = no limit)", opts.Duration)
+		return cli.Usagef("--duration %v must not be negative (0 = no limit)", opts.Duration)
+	}
+	if opts.Progress < 0 {
+		return cli.Usagef("--progress %v must not be negative (0 = none)", opts.Progress)
 	}
 	if opts.Realtime && !opts.DryRun {
-		return errors.New("--realtime only applies to --dry-run")
+		return cli.Usagef("--realtime only applies to --dry-run")
 	}
 	if !opts.DryRun && newReplaySink == nil {
 		return errors.New("bag replay: DDS output is not available in this build yet; use --dry-run")
@@ -232,7 +238,7 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 	inSel := map[string]bool{}
 	for _, n := range selected {
 		if _, ok := b.Topic(n); !ok {
-			return fmt.Errorf("%w: %q (the bag has %s)", rosbag.ErrUnknownTopic, n, strings.Join(names, ", "))
+			return cli.Usagef("--topics: %w: %q (the bag has %s)", rosbag.ErrUnknownTopic, n, strings.Join(names, ", "))
 		}
 		inSel[n] = true
 	}
@@ -257,10 +263,10 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 	sort.Strings(fixedTopics)
 	for _, n := range fixedTopics {
 		if _, ok := b.Topic(n); !ok {
-			return fmt.Errorf("--fixed-rate: %w: %q (the bag has %s)", rosbag.ErrUnknownTopic, n, strings.Join(names, ", "))
+			return cli.Usagef("--fixed-rate: %w: %q (the bag has %s)", rosbag.ErrUnknownTopic, n, strings.Join(names, ", "))
 		}
 		if len(opts.Topics) > 0 && !inSel[n] {
-			return fmt.Errorf("--fixed-rate topic %s is not among --topics", n)
+			return cli.Usagef("--fixed-rate topic %s is not among --topics", n)
 		}
 		src, err := replay.NewFixedRateSource(b, n, opts.FixedRates[n])
 		if err != nil {
@@ -308,7 +314,14 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 	}
 
 	e := replay.New(sink, eopt, sources...)
+	stopProgress := func() {}
+	if !opts.DryRun && opts.Progress > 0 {
+		fmt.Fprintf(stderr, "replaying %s from %s onto DDS domain %d: %s (Ctrl-C stops)\n",
+			strings.Join(selected, ", "), opts.Bag, opts.Domain, replayLength(b.Summary().Duration, opts, endless))
+		stopProgress = startProgress(stderr, e, opts.Progress)
+	}
 	err = e.Run(ctx)
+	stopProgress()
 	if pipe != nil && pipe.broken.Load() {
 		return nil // the reader went away (e.g. head): nothing more to say
 	}
@@ -336,6 +349,41 @@ func (p *epipeWriter) Write(b []byte) (int, error) {
 		p.cancel()
 	}
 	return n, err
+}
+
+// replayLength says how long a replay will run.
+func replayLength(recorded time.Duration, opts bagReplayOptions, endless bool) string {
+	switch {
+	case endless && opts.Duration == 0:
+		return "no end (--duration to stop after a time)"
+	case opts.Duration > 0 && (endless || time.Duration(float64(recorded)/opts.Speed) > opts.Duration):
+		return fmt.Sprintf("%s (--duration)", opts.Duration)
+	default:
+		return fmt.Sprintf("%s as recorded (--duration to stop earlier)", time.Duration(float64(recorded)/opts.Speed).Round(100*time.Millisecond))
+	}
+}
+
+// startProgress prints the engine's counters on w every period until the
+// returned function is called.
+func startProgress(w io.Writer, e *replay.Engine, period time.Duration) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				st := e.Stats()
+				fmt.Fprintf(w, "replay: %.0fs, %d messages sent (%s), %d write errors\n",
+					st.Elapsed.Seconds(), st.Sent, humanBytes(int64(st.Bytes)), st.Errors)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 func printReplayStats(w io.Writer, st replay.Stats) {

@@ -173,3 +173,14 @@ func TestBagReplayPluggedSink(t *testing.T) {
 	require.Equal(t, 100.0, got.Speed)
 	require.InDelta(t, 900, sink.writes, 5) // 30 Hz x 100 x 0.3 s
 }
+
+// TestReplayLength: the first line of a replay says how long it will run.
+func TestReplayLength(t *testing.T) {
+	rec := 123227530798 * time.Nanosecond
+	require.Equal(t, "2m3.2s as recorded (--duration to stop earlier)", replayLength(rec, bagReplayOptions{Speed: 1}, false))
+	require.Equal(t, "1m1.6s as recorded (--duration to stop earlier)", replayLength(rec, bagReplayOptions{Speed: 2}, false))
+	require.Equal(t, "20s (--duration)", replayLength(rec, bagReplayOptions{Speed: 1, Duration: 20 * time.Second}, false))
+	require.Equal(t, "2m3.2s as recorded (--duration to stop earlier)", replayLength(rec, bagReplayOptions{Speed: 1, Duration: time.Hour}, false))
+	require.Equal(t, "20s (--duration)", replayLength(rec, bagReplayOptions{Speed: 1, Duration: 20 * time.Second}, true))
+	require.Equal(t, "no end (--duration to stop after a time)", replayLength(rec, bagReplayOptions{Speed: 1}, true))
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/internal/cli"
 	"github.com/picobridge/picobridge/knobs"
 )
 
@@ -18,8 +19,7 @@ func run(t *testing.T, args ...string) (string, error) {
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
-	root.SetArgs(args)
-	err := root.Execute()
+	err := cli.Execute(root, args)
 	return out.String(), err
 }
 
@@ -92,7 +92,7 @@ func TestKnobsErrors(t *testing.T) {
 		{[]string{"knobs", "explain", "--platform", "zephyr", "--env", "/nonexistent/prj.conf"},
 			"/nonexistent/prj.conf: --env: cannot read env file: no such file or directory", 2},
 		{[]string{"knobs", "advise", "--platform", "zephyr"},
-			`required flag(s) "traffic" not set`, 1},
+			`required flag(s) "traffic" not set`, 2},
 		{[]string{"knobs", "advise", "--platform", "zephyr", "--traffic", "/nonexistent.toml"},
 			"/nonexistent.toml: --traffic: cannot read traffic file: no such file or directory", 2},
 	} {

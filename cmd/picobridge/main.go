@@ -5,10 +5,13 @@
 package main
 
 import (
-	"fmt"
+	"context"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/picobridge/picobridge/internal/cli"
 )
 
 // version is set with -ldflags "-X main.version=..." by release builds.
@@ -20,8 +23,14 @@ var subcommands []func() *cobra.Command
 
 func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "picobridge",
-		Short:         "Gateway between ROS 2 (DDS) and zenoh-pico device fleets",
+		Use:   "picobridge",
+		Short: "Gateway between ROS 2 (DDS) and zenoh-pico device fleets",
+		Long: `picobridge is a gateway between ROS 2 robots (DDS) and fleets of zenoh-pico devices
+(docs/run.md), with the tools around it: a plain Zenoh router, bag inspection and replay,
+knob explanation, the Zenoh wire decoder.
+
+Exit status (every subcommand): 0 success; 1 the command ran and failed; 2 a usage or
+configuration error, found before anything starts (wire decode and --check add their own).`,
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -33,18 +42,17 @@ func newRootCommand() *cobra.Command {
 }
 
 func main() {
-	if err := newRootCommand().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "picobridge:", err)
-		os.Exit(exitCode(err))
-	}
+	os.Exit(realMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// exitCoder lets a subcommand choose its process exit status.
-type exitCoder interface{ ExitCode() int }
-
-func exitCode(err error) int {
-	if ec, ok := err.(exitCoder); ok {
-		return ec.ExitCode()
-	}
-	return 1
+// realMain runs the command line args and returns the exit status: 0, 1 when
+// the command failed, 2 for a usage or configuration error (package
+// internal/cli; wire decode --check has its own, docs/run.md).
+func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand()
+	root.SetContext(ctx)
+	return cli.Main(root, args, stdout, stderr)
 }
+
+// exitCode is the exit status of err (cli.ExitCode).
+func exitCode(err error) int { return cli.ExitCode(err) }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/picobridge/picobridge/internal/cli"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
@@ -99,7 +101,7 @@ func parseZID(in string) (wire.ZID, error) {
 func parseLevel(s string) (slog.Level, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", s)
+		return 0, cli.Usagef("--log-level %q: want debug, info, warn or error", s)
 	}
 	return l, nil
 }
@@ -143,6 +145,33 @@ func (o *routerOptions) validate() error {
 	return nil
 }
 
+// validateAddrs checks --metrics and --id before anything starts.
+func (o *routerOptions) validateAddrs() error {
+	if o.metrics != "" {
+		if err := checkHostPort(o.metrics); err != nil {
+			return fmt.Errorf("--metrics %q: %w", o.metrics, err)
+		}
+	}
+	if o.id != "" {
+		if _, err := parseZID(o.id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkHostPort checks a TCP listen address: host:port, port 0 to 65535.
+func checkHostPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want HOST:PORT, e.g. 127.0.0.1:9464")
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port %q: want 0 to 65535", port)
+	}
+	return nil
+}
+
 // runRouter runs the router until ctx is done. ready, if set, receives the
 // router once every listener is up (tests).
 func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]byte) (int, error) }, ready func(*zenohpath.Router, []string)) error {
@@ -154,7 +183,10 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 		o.maxMsg = transport.DefaultMaxMessageSize
 	}
 	if err := o.validate(); err != nil {
-		return err
+		return cli.Usage(err) // exit status 2
+	}
+	if err := o.validateAddrs(); err != nil {
+		return cli.Usage(err)
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 	cfg := zenohpath.RouterConfig{Logger: log, Transport: transport.Config{Lease: o.lease, BatchSize: o.batch, MaxMessageSize: o.maxMsg}}

@@ -18,6 +18,7 @@ import (
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/ddspath"
+	"github.com/picobridge/picobridge/internal/cli"
 )
 
 func init() { subcommands = append(subcommands, newRunCommand) }
@@ -126,15 +127,14 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 	if changed == nil {
 		changed = func(string) bool { return false }
 	}
-	set := func(key string, v any) error {
+	// set lays a flag's value over key; a problem names the flag and the key
+	// once ("--mode: zenoh.mode: unknown value ...").
+	set := func(flag, key string, v any) error {
 		b, err := json.Marshal(v) // JSON is YAML
 		if err != nil {
 			return err
 		}
-		if err := cfg.Override(key, string(b)); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		return nil
+		return cfg.OverrideFrom("--"+flag, key, string(b))
 	}
 	type ov struct {
 		flag, key string
@@ -154,21 +154,21 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 	}
 	for _, x := range ovs {
 		if changed(x.flag) {
-			if err := set(x.key, x.v); err != nil {
+			if err := set(x.flag, x.key, x.v); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if changed("domain") {
-		if err := set("dds.domain", o.domain); err != nil {
+		if err := set("domain", "dds.domain", o.domain); err != nil {
 			return nil, err
 		}
 	} else if o.domainFromEnv != "" {
 		d, err := strconv.Atoi(o.domainFromEnv)
 		if err != nil {
-			return nil, fmt.Errorf("$ROS_DOMAIN_ID %q: not a number", o.domainFromEnv)
+			return nil, cli.Usagef("environment: ROS_DOMAIN_ID: want a DDS domain id 0..232 (got %q)", o.domainFromEnv)
 		}
-		if err := set("dds.domain", d); err != nil {
+		if err := cfg.OverrideFrom("environment: ROS_DOMAIN_ID", "dds.domain", strconv.Itoa(d)); err != nil {
 			return nil, err
 		}
 	}
@@ -177,7 +177,7 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 		if v == "off" {
 			v = ""
 		}
-		if err := set("metrics.listen", v); err != nil {
+		if err := set("metrics", "metrics.listen", v); err != nil {
 			return nil, err
 		}
 	}
@@ -189,10 +189,10 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 	for _, kv := range o.cfg {
 		k, v, ok := strings.Cut(kv, ":")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--cfg %q: want KEY:YAML_VALUE", kv)
+			return nil, cli.Usagef("--cfg %q: want KEY:YAML_VALUE, e.g. policy.batched.rate_hz:20", kv)
 		}
-		if err := cfg.Override(k, v); err != nil {
-			return nil, fmt.Errorf("--cfg %s: %w", k, err)
+		if err := cfg.OverrideFrom("--cfg", k, v); err != nil {
+			return nil, err
 		}
 	}
 	if err := cfg.Validate(); err != nil {

@@ -234,6 +234,10 @@ func printRoutez(w io.Writer, rz server.RoutezResponse) {
 		return
 	}
 	fmt.Fprintf(w, "\nDDS domain %d routes:\n", rz.Domain)
+	if len(rz.Routes) == 0 {
+		fmt.Fprintln(w, "(none: a route lives while DDS has a writer or reader of an allowed topic on this domain; none is discovered now, e.g. a bag replay has ended)")
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tTYPE\tDIRECTION\tKEY\tCRITICALITY\tQOS\tENDPOINTS\tSAMPLES\tERRORS")
 	for _, r := range rz.Routes {

@@ -3,68 +3,154 @@
 // gateway in-process, a small simulated zenoh-pico fleet with one device on
 // an impaired Wi-Fi-like link; live status, a summary, plots. It exits 0
 // when the invariants hold (docs/demo.md). The scenario is package eval/demo.
+//
+// Flags and help follow picobridge's style (internal/cli). Exit status: 0 the
+// invariants hold, 1 an invariant did not hold, 2 a usage or configuration
+// error (found before anything starts), 3 the run failed for another reason.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/picobridge/picobridge/eval/demo"
+	"github.com/picobridge/picobridge/eval/linkemu"
+	"github.com/picobridge/picobridge/internal/cli"
 )
 
+// exitRunFailed is the status of a run that failed for a reason other than
+// an invariant (a port in use, DDS unavailable, ...).
+const exitRunFailed = 3
+
+// runFailed carries exitRunFailed.
+type runFailed struct{ err error }
+
+func (e *runFailed) Error() string { return e.err.Error() }
+func (e *runFailed) Unwrap() error { return e.err }
+func (e *runFailed) ExitCode() int { return exitRunFailed }
+
 func main() {
-	os.Exit(run())
+	os.Exit(realMain(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run() int {
+func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := newCommand(stdout)
+	cmd.SetContext(ctx)
+	return cli.Main(cmd, args, stdout, stderr)
+}
+
+func newCommand(stdout io.Writer) *cobra.Command {
 	var cfg demo.Config
 	var plain, tty bool
-	flag.DurationVar(&cfg.Duration, "duration", 60*time.Second, "replay duration")
-	flag.Float64Var(&cfg.ScanHz, "scan-hz", 30, "fixed rate /scan is replayed at")
-	flag.StringVar(&cfg.Profile, "profile", "moderate", "linkemu profile of the impaired device's link (clean, mild, moderate, strong)")
-	flag.Uint64Var(&cfg.Seed, "seed", 7, "seed of the impaired link")
-	flag.IntVar(&cfg.Domain, "domain", 0, "DDS domain (0: random in 220..230)")
-	flag.StringVar(&cfg.Out, "out", "", "output folder (default out/demo-<timestamp>)")
-	flag.StringVar(&cfg.BagDir, "bag", "", "bag directory (default: shared/data/mumble_rplidar_imu/hallway_room_loop via $PICOBRIDGE_SHARED or walking up)")
-	flag.StringVar(&cfg.Metrics, "metrics", "127.0.0.1:0", "gateway HTTP address (/devicez, /metrics); \"\" = off")
-	flag.DurationVar(&cfg.Drain, "drain", 3*time.Second, "wait after the replay for the lanes to drain")
-	flag.BoolVar(&cfg.PinCritical, "pin-critical", false, "pin zephyr1's class to CRITICAL (devices.list class: critical) instead of letting the classifier decide")
-	flag.BoolVar(&plain, "plain", false, "plain status lines even on a terminal")
-	flag.BoolVar(&tty, "tty", false, "refreshing table even when stdout is not a terminal")
-	flag.Parse()
-	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "picodemo: unexpected arguments %v\n", flag.Args())
-		return 2
-	}
-	if cfg.Out == "" {
-		cfg.Out = filepath.Join("out", "demo-"+time.Now().Format("20060102-150405"))
-	}
-	cfg.Progress = os.Stdout
-	cfg.Terminal = tty || (!plain && isTerminal(os.Stdout))
+	cmd := &cobra.Command{
+		Use:   "picodemo",
+		Short: "picobridge's demo: a robot bag on DDS through the gateway to a simulated zenoh-pico fleet",
+		Long: `picodemo replays the mumble hallway_room_loop bag (/scan at a fixed rate, /imu_data as
+recorded) onto DDS, runs picobridge in-process on loopback ports, and connects three
+simulated zenoh-pico devices: zephyr1 (Zephyr board, /scan and /imu_data critical), sim1
+(stock native_sim) and esp1 (ESP32 behind an impaired Wi-Fi-like link, --profile). It
+prints live per-device status, then a summary, and writes plots to --out (docs/demo.md).
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	_, err := demo.Run(ctx, cfg)
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, demo.ErrInvariant):
-		fmt.Fprintf(os.Stderr, "picodemo: %v\n", err)
-		return 1
-	default:
-		fmt.Fprintf(os.Stderr, "picodemo: %v\n", err)
-		return 3
+Exit status: 0 when the critical device got every /scan in order and no simulated device
+dropped a sample on a full ring or as oversize; 1 when an invariant did not hold; 2 for a
+usage or configuration error; 3 when the run failed for another reason.`,
+		Example: `  picodemo
+  picodemo --duration 20s --scan-hz 10
+  picodemo --profile strong --out /tmp/demo --plain`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkDemoConfig(&cfg); err != nil {
+				return cli.Usage(err)
+			}
+			if cfg.Out == "" {
+				cfg.Out = filepath.Join("out", "demo-"+time.Now().Format("20060102-150405"))
+			}
+			cfg.Progress = stdout
+			cfg.Terminal = tty || (!plain && isTerminal(stdout))
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			_, err := demo.Run(ctx, cfg)
+			if err == nil || errors.Is(err, demo.ErrInvariant) {
+				return err // nil, or exit status 1
+			}
+			return &runFailed{err}
+		},
 	}
+	f := cmd.Flags()
+	f.DurationVar(&cfg.Duration, "duration", 60*time.Second, "replay duration")
+	f.Float64Var(&cfg.ScanHz, "scan-hz", 30, "fixed rate /scan is replayed at, Hz (on a busy host: 10)")
+	f.StringVar(&cfg.Profile, "profile", "moderate", "linkemu profile of the impaired device's link: "+strings.Join(linkemu.ProfileNames(), ", "))
+	f.Uint64Var(&cfg.Seed, "seed", 7, "seed of the impaired link")
+	f.IntVarP(&cfg.Domain, "domain", "d", 0, "DDS domain id 1..232 (0: random in 220..230)")
+	f.StringVar(&cfg.Out, "out", "", "output folder (default out/demo-<timestamp>)")
+	f.StringVar(&cfg.BagDir, "bag", "", "bag directory (default: shared/data/mumble_rplidar_imu/hallway_room_loop via $PICOBRIDGE_SHARED or walking up)")
+	f.StringVar(&cfg.Metrics, "metrics", "127.0.0.1:0", "gateway HTTP address (/devicez, /metrics); \"off\" disables")
+	f.DurationVar(&cfg.Drain, "drain", 3*time.Second, "wait after the replay for the lanes to drain")
+	f.BoolVar(&cfg.PinCritical, "pin-critical", false, "pin zephyr1's class to CRITICAL (devices.list class: critical) instead of letting the classifier decide")
+	f.BoolVar(&plain, "plain", false, "plain status lines even on a terminal")
+	f.BoolVar(&tty, "tty", false, "refreshing table even when stdout is not a terminal")
+	return cmd
 }
 
-func isTerminal(f *os.File) bool {
+// checkDemoConfig checks the flags before anything starts; each problem
+// names its flag and the allowed values.
+func checkDemoConfig(cfg *demo.Config) error {
+	if cfg.Duration <= 0 {
+		return fmt.Errorf("--duration %v: must be > 0", cfg.Duration)
+	}
+	if cfg.Drain < 0 {
+		return fmt.Errorf("--drain %v: must be ≥ 0", cfg.Drain)
+	}
+	if !(cfg.ScanHz > 0) || cfg.ScanHz > 1000 {
+		return fmt.Errorf("--scan-hz %v: want a rate in (0, 1000] Hz", cfg.ScanHz)
+	}
+	if _, err := linkemu.LookupProfile(cfg.Profile); err != nil {
+		return fmt.Errorf("--profile %q: want one of %s", cfg.Profile, strings.Join(linkemu.ProfileNames(), ", "))
+	}
+	if cfg.Domain < 0 || cfg.Domain > 232 {
+		return fmt.Errorf("--domain %d: want 0..232 (0: random in 220..230)", cfg.Domain)
+	}
+	switch cfg.Metrics {
+	case "off", "":
+		cfg.Metrics = ""
+	default:
+		_, port, err := net.SplitHostPort(cfg.Metrics)
+		if err == nil {
+			_, err = strconv.ParseUint(port, 10, 16)
+		}
+		if err != nil {
+			return fmt.Errorf("--metrics %q: want HOST:PORT with a port 0 to 65535, or off", cfg.Metrics)
+		}
+	}
+	if cfg.BagDir == "" {
+		dir, ok := demo.FindBag()
+		if !ok {
+			return fmt.Errorf("--bag: %s not found: set PICOBRIDGE_SHARED to the shared/ folder or pass --bag DIR", demo.Bag)
+		}
+		cfg.BagDir = dir
+	} else if st, err := os.Stat(cfg.BagDir); err != nil || !st.IsDir() {
+		return fmt.Errorf("--bag %s: not a bag directory", cfg.BagDir)
+	}
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -4,7 +4,7 @@
 // std_msgs/Header, sensor_msgs/LaserScan, sensor_msgs/Imu), including in-place rewriting of
 // a header stamp in serialized bytes.
 //
-// Sources: /work/shared/design/dds-cyclone.md §1 (naming), zenoh-wire.md §16 (rmw_zenoh key
+// Sources: ../shared/design/dds-cyclone.md §1 (naming), zenoh-wire.md §16 (rmw_zenoh key
 // expressions), the ROS 2 design article "Topic and Service name mapping to DDS", the OMG
 // DDS-XTypes 1.3 data representation chapter (XCDR1, "classic CDR") and the sensor_msgs IDL.
 //

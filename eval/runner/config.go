@@ -7,16 +7,26 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/picobridge/picobridge/ddspath/rosbag/rosbagtest"
 )
 
 // Levels are the impairment levels of every experiment, in table order.
 var Levels = []string{"clean", "mild", "moderate", "strong"}
 
-// DefaultBag is the real robot bag the publisher replays.
-const DefaultBag = "/work/shared/data/mumble_rplidar_imu/hallway_room_loop"
+// DefaultBag is the real robot bag the publisher replays: hallway_room_loop of
+// shared/data/mumble_rplidar_imu, found through $PICOBRIDGE_SHARED or by walking up
+// from the working directory (rosbagtest.FindMumbleDir); "" when it is not there.
+var DefaultBag = func() string {
+	if dir, ok := rosbagtest.FindMumbleDir(); ok {
+		return filepath.Join(dir, "hallway_room_loop")
+	}
+	return ""
+}()
 
 // Config configures a whole evaluation.
 type Config struct {

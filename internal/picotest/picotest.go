@@ -35,7 +35,7 @@ func Examples(t testing.TB) string {
 	t.Helper()
 	d := os.Getenv(ExamplesEnv)
 	if d == "" {
-		t.Skip("SKIP: set ZENOH_PICO_EXAMPLES=<zenoh-pico build>/examples (e.g. /work/pico-build-65535/examples) to run against real zenoh-pico")
+		t.Skip("SKIP: set ZENOH_PICO_EXAMPLES=<zenoh-pico build>/examples to run against real zenoh-pico")
 	}
 	return d
 }
@@ -67,7 +67,7 @@ func Builds(t testing.TB) []Build {
 		out = append(out, Build{name, dir})
 	}
 	if len(out) == 0 {
-		t.Skipf("SKIP: set %s (and %s) to folders of built zenoh-pico examples, e.g. %s=/work/pico-build-65535/examples %s=/work/pico-build-2048/examples",
+		t.Skipf("SKIP: set %s (and %s) to folders of built zenoh-pico examples (%s: Z_BATCH_UNICAST_SIZE 65535, %s: the CMake default 2048)",
 			ExamplesEnv, Examples2048Env, ExamplesEnv, Examples2048Env)
 	}
 	return out

@@ -30,6 +30,7 @@ import (
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/ddspath"
+	"github.com/picobridge/picobridge/ddspath/rosbag/rosbagtest"
 	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/internal/interop"
 	"github.com/picobridge/picobridge/internal/picotest"
@@ -401,7 +402,14 @@ supervisor:             # a starved test machine must not suspend lanes (lag is 
 	}
 }
 
-const mumbleBag = "/work/shared/data/mumble_rplidar_imu/hallway_room_loop"
+// mumbleBag is shared/data/mumble_rplidar_imu/hallway_room_loop ($PICOBRIDGE_SHARED or
+// found walking up from the package); the tests that need it skip without it.
+var mumbleBag = func() string {
+	if dir, ok := rosbagtest.FindMumbleDir(); ok {
+		return filepath.Join(dir, "hallway_room_loop")
+	}
+	return "shared/data/mumble_rplidar_imu/hallway_room_loop"
+}()
 
 // pySub is a Python (eclipse-zenoh, the Rust implementation) subscriber
 // that prints "ready" once declared, then the number of samples and the

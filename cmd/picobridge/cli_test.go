@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/internal/interop"
+)
+
+// TestExitStatus runs the binary's main in-process: every usage or
+// configuration error exits 2 with one line naming the flag (and the
+// configuration key) once, before anything starts (nothing else on stderr).
+func TestExitStatus(t *testing.T) {
+	t.Setenv("ROS_DOMAIN_ID", "")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"frobnicate"}, 2, `picobridge: unknown command "frobnicate" for "picobridge" (see picobridge --help)`},
+		{[]string{"run", "--bogus"}, 2, `picobridge: unknown flag: --bogus (see picobridge run --help)`},
+		{[]string{"run", "extra"}, 2, `picobridge: unknown command "extra" for "picobridge run" (see picobridge run --help)`},
+		{[]string{"bag", "info"}, 2, `picobridge: picobridge bag info: accepts 1 arg(s), received 0 (see picobridge bag info --help)`},
+		{[]string{"run", "--domain", "x"}, 2, `picobridge: invalid argument "x" for "-d, --domain" flag: strconv.ParseInt: parsing "x": invalid syntax (see picobridge run --help)`},
+		{[]string{"run", "--domain", "300"}, 2, `picobridge: --domain: dds.domain: must be in 0..232 (got 300)`},
+		{[]string{"run", "--mode", "bogus"}, 2, `picobridge: --mode: zenoh.mode: unknown value "bogus" (allowed: router, peer, client)`},
+		{[]string{"run", "-l", "tcp/127.0.0.1:99999"}, 2, `picobridge: --listen: zenoh.listen[0]: port 99999: want 0 to 65535 (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>, quic/<host>:<port>)`},
+		{[]string{"run", "-e", "udp/127.0.0.1:70000"}, 2, `picobridge: --connect: zenoh.connect[0]: port 70000: want 0 to 65535 (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>, quic/<host>:<port>)`},
+		{[]string{"run", "--metrics", "127.0.0.1:99999"}, 2, `picobridge: --metrics: metrics.listen: port 99999: want 0 to 65535 (got "127.0.0.1:99999")`},
+		{[]string{"run", "--metrics", "nonsense"}, 2, `picobridge: --metrics: metrics.listen: want host:port or empty (got "nonsense")`},
+		{[]string{"run", "--cfg", "policy.batched.rate_hz:abc"}, 2, `picobridge: --cfg: policy.batched.rate_hz: want a number (got "abc")`},
+		{[]string{"run", "--cfg", "policy.batched.rate_hz:-1"}, 2, `picobridge: --cfg: policy.batched.rate_hz: must be > 0 (got -1)`},
+		{[]string{"run", "--cfg", "nokey:1"}, 2, `picobridge: --cfg: nokey: unknown key "nokey" (allowed: classifier, dds, devices, metrics, policy, routes, supervisor, zenoh)`},
+		{[]string{"run", "--cfg", "foo"}, 2, `picobridge: --cfg "foo": want KEY:YAML_VALUE, e.g. policy.batched.rate_hz:20`},
+		{[]string{"run", "-c", "/nonexistent/picobridge.yaml"}, 2, `picobridge: /nonexistent/picobridge.yaml: open /nonexistent/picobridge.yaml: no such file or directory`},
+		{[]string{"run", "--no-dds", "--metrics", "off", "-l", "tcp/127.0.0.1:0", "--log-level", "loud"}, 2, `picobridge: --log-level "loud": want debug, info, warn or error`},
+		{[]string{"router", "-l", "tcp/127.0.0.1:99999"}, 2, `picobridge: --listen: transport: endpoint "tcp/127.0.0.1:99999": port "99999": want 0 to 65535`},
+		{[]string{"router", "--metrics", "127.0.0.1:99999"}, 2, `picobridge: --metrics "127.0.0.1:99999": port "99999": want 0 to 65535`},
+		{[]string{"router", "--lease", "1ms"}, 2, `picobridge: --lease 1ms: want 1s to 1h0m0s`},
+		{[]string{"knobs", "advise", "--platform", "zephyr"}, 2, `picobridge: required flag(s) "traffic" not set`},
+		{[]string{"knobs", "explain", "--platform", "vxworks"}, 2, `picobridge: platform: no platform named "vxworks" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`},
+		{[]string{"bag", "replay", "--rate", "0", "x"}, 2, `picobridge: --rate 0 must be a positive number`},
+		{[]string{"bag", "replay", "--fixed-rate", "scan", "x"}, 2, `picobridge: --fixed-rate "scan": want TOPIC=HZ, e.g. /scan=30`},
+		{[]string{"status", "--timeout", "1s", "--addr", "127.0.0.1:1"}, 1, `picobridge: is a gateway running there? Get "http://127.0.0.1:1/devicez": dial tcp 127.0.0.1:1: connect: connection refused`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := realMain(context.Background(), tc.args, &stdout, &stderr)
+			require.Equal(t, tc.want+"\n", stderr.String())
+			require.Equal(t, tc.code, code)
+			require.Empty(t, stdout.String())
+		})
+	}
+}
+
+// TestRunMetricsAddressInUse: a metrics address that cannot be bound fails
+// the start (status 1) before the Zenoh listeners or DDS start, so that the
+// error is the only line on stderr.
+func TestRunMetricsAddressInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	addr := ln.Addr().String()
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{"run", "-l", "tcp/127.0.0.1:0", "--metrics", addr}, &stdout, &stderr)
+	require.Equal(t, "picobridge: metrics.listen "+addr+": listen tcp "+addr+": bind: address already in use\n", stderr.String())
+	require.Equal(t, 1, code)
+}
+
+// TestRunStartupLog: the gateway's startup log names what the operator
+// configured: no line about its own in-process sessions' faces, and the
+// listen endpoints as given (a port 0 shows the port it got).
+func TestRunStartupLog(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr interop.SyncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- realMain(ctx, []string{"run", "--no-dds", "--metrics", "127.0.0.1:0", "-l", "tcp/localhost:0", "-l", "udp/127.0.0.1:0"}, &bytes.Buffer{}, &stderr)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), "picobridge running") {
+		select {
+		case code := <-done:
+			t.Fatalf("exited %d: %s", code, stderr.String())
+		default:
+		}
+		require.True(t, time.Now().Before(deadline), stderr.String())
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	require.Equal(t, 0, <-done)
+	var msgs []string
+	for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		m := regexp.MustCompile(`msg=("[^"]*"|\S+)`).FindStringSubmatch(l)
+		require.NotNil(t, m, l)
+		msgs = append(msgs, strings.Trim(m[1], `"`))
+	}
+	require.Equal(t, []string{"picobridge running", "shutting down", "stopped"}, msgs, stderr.String())
+	require.Regexp(t, ` listen=tcp/localhost:\d+,udp/127\.0\.0\.1:\d+ `, stderr.String())
+	require.NotContains(t, stderr.String(), ":0,")
+}

@@ -1,0 +1,159 @@
+// Package cli is what picobridge's commands (picobridge, picodemo, devsim,
+// linkemu, picoeval) share so that they behave alike: one flag style (cobra
+// and pflag: --long and -x flags, help with usage, flags and examples) and one
+// set of exit statuses.
+//
+// Exit statuses (docs/run.md "Exit status"):
+//
+//	0  success
+//	1  the command ran and failed (a listen address in use, a peer unreachable, ...)
+//	2  usage or configuration error, found before anything starts: an unknown
+//	   flag or command, a bad flag value, a bad configuration file or key
+//
+// picodemo adds 3 for a run that failed for a reason other than its invariants
+// (docs/demo.md); 1 there means an invariant did not hold.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses of every command.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// UsageError marks an error in the command line or the configuration: the
+// input is wrong, not the program. Its exit status is ExitUsage.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// ExitCode is ExitUsage.
+func (e *UsageError) ExitCode() int { return ExitUsage }
+
+// Usage wraps err as a UsageError; nil stays nil.
+func Usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	var u *UsageError
+	if errors.As(err, &u) {
+		return err
+	}
+	return &UsageError{Err: err}
+}
+
+// Usagef is Usage(fmt.Errorf(format, args...)).
+func Usagef(format string, args ...any) error { return &UsageError{Err: fmt.Errorf(format, args...)} }
+
+// ExitCode is the exit status for err: 0 for nil, the status of the first
+// error in its chain with an ExitCode() int method (UsageError,
+// knobs.ConfigError, ...), else ExitFailure.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return ExitFailure
+}
+
+// Setup prepares root and all its subcommands: errors and usage are not
+// printed by cobra (Main prints the error once), and flag errors and
+// argument count errors become UsageErrors.
+func Setup(root *cobra.Command) {
+	root.SilenceUsage = true
+	root.SilenceErrors = true
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+			return Usagef("%w (see %s --help)", err, c.CommandPath())
+		})
+		if args := c.Args; args != nil {
+			c.Args = func(c *cobra.Command, a []string) error {
+				if err := args(c, a); err != nil {
+					if strings.Contains(err.Error(), c.CommandPath()) {
+						return Usagef("%w (see %s --help)", err, c.CommandPath())
+					}
+					return Usagef("%s: %w (see %s --help)", c.CommandPath(), err, c.CommandPath())
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// Execute runs root with args (without the program name) like
+// root.Execute, after Setup, and returns its error with usage errors marked
+// as UsageErrors: an unknown subcommand and a missing required flag, which
+// cobra reports without its flag error hook, are UsageErrors too.
+func Execute(root *cobra.Command, args []string) error {
+	Setup(root)
+	root.SetArgs(args)
+	cmd, _, err := root.Find(args)
+	if err != nil {
+		// an unknown subcommand, reported before any flag or argument check
+		first, rest, _ := strings.Cut(strings.TrimRight(err.Error(), "\n"), "\n")
+		if rest != "" {
+			rest = "\n" + rest
+		}
+		return Usagef("%s (see %s --help)%s", first, root.Name(), rest)
+	}
+	if err := singleDashLong(cmd, args); err != nil {
+		return err
+	}
+	err = root.Execute()
+	if err != nil && strings.HasPrefix(err.Error(), "required flag(s) ") {
+		return Usage(err)
+	}
+	return err
+}
+
+// Main is Execute with the command's output on stdout and stderr; it returns
+// the exit status and prints an error once to stderr as "<name>: <error>".
+func Main(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := Execute(root, args)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", root.Name(), strings.TrimRight(err.Error(), "\n"))
+	}
+	return ExitCode(err)
+}
+
+// singleDashLong refuses a long flag written with one dash (-duration, the
+// style of Go's flag package), which pflag would read as the shorthands
+// -d uration, with a message that names the right spelling.
+func singleDashLong(cmd *cobra.Command, args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if len(name) < 2 {
+			continue
+		}
+		if cmd.Flags().Lookup(name) != nil || cmd.InheritedFlags().Lookup(name) != nil {
+			return Usagef("%s: a long flag takes two dashes: --%s (see %s --help)", a, a[1:], cmd.CommandPath())
+		}
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+)
+
+type coded struct{}
+
+func (coded) Error() string { return "coded" }
+func (coded) ExitCode() int { return 3 }
+
+func TestExitCode(t *testing.T) {
+	require.Equal(t, 0, ExitCode(nil))
+	require.Equal(t, 1, ExitCode(errors.New("x")))
+	require.Equal(t, 2, ExitCode(Usagef("bad %d", 1)))
+	require.Equal(t, 2, ExitCode(fmt.Errorf("wrapped: %w", Usage(errors.New("x")))))
+	require.Equal(t, 3, ExitCode(fmt.Errorf("wrapped: %w", coded{})))
+	require.Nil(t, Usage(nil))
+	u := Usage(errors.New("x"))
+	require.Same(t, u, Usage(u), "not wrapped twice")
+}
+
+func TestMainStatus(t *testing.T) {
+	mk := func() *cobra.Command {
+		root := &cobra.Command{Use: "tool"}
+		sub := &cobra.Command{Use: "do", Args: cobra.ExactArgs(1), RunE: func(*cobra.Command, []string) error { return errors.New("failed") }}
+		sub.Flags().Int("count", 1, "how many")
+		root.AddCommand(sub)
+		return root
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"do", "x"}, 1, "tool: failed\n"},
+		{[]string{"do"}, 2, "tool: tool do: accepts 1 arg(s), received 0 (see tool do --help)\n"},
+		{[]string{"do", "--count", "many", "x"}, 2, `tool: invalid argument "many" for "--count" flag: strconv.ParseInt: parsing "many": invalid syntax (see tool do --help)` + "\n"},
+		{[]string{"do", "-count", "3", "x"}, 2, "tool: -count: a long flag takes two dashes: --count (see tool do --help)\n"},
+		{[]string{"od"}, 2, "tool: unknown command \"od\" for \"tool\" (see tool --help)\n\nDid you mean this?\n\tdo\n"},
+	} {
+		var out, errb bytes.Buffer
+		require.Equal(t, tc.code, Main(mk(), tc.args, &out, &errb), "%v", tc.args)
+		require.Equal(t, tc.want, errb.String(), "%v", tc.args)
+	}
+}
