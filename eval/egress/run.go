@@ -288,6 +288,9 @@ func GatewayConfig(sc Scenario) string {
 	b.WriteString("]\ndevices:\n  list:\n")
 	for _, d := range sc.Devices {
 		fmt.Fprintf(&b, "    - name: %s\n      platform: posix\n", d.Name)
+		if d.LinkBudget && d.Impaired && sc.Link > 0 {
+			fmt.Fprintf(&b, "      link_bytes_per_s: %.0f\n", float64(sc.Link)/8)
+		}
 		if len(d.Env) > 0 {
 			b.WriteString("      env: {")
 			keys := make([]string, 0, len(d.Env))

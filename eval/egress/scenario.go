@@ -60,6 +60,10 @@ type Device struct {
 	Subs     []string
 	// Env: knob overrides of its devices.list entry on the gateway (docs/knobs.md names).
 	Env map[string]string
+	// LinkBudget: the devices.list entry tells the gateway the impaired link's rate
+	// (link_bytes_per_s = Link/8, the operator's configured budget of issue 10 item 2).
+	// Builds before that key existed refuse it, so Scale.LinkBudget turns it on.
+	LinkBudget bool
 }
 
 // Scenario is one row group of the table.
@@ -100,6 +104,9 @@ type Scale struct {
 	// SizeDiv divides every payload size (1 = the issue's sizes), RateDiv every rate, and
 	// LinkDiv the link rates, so a CI run keeps the ratios (overload stays overload).
 	SizeDiv, RateDiv, LinkDiv float64
+	// LinkBudget configures the impaired device's link budget in scenario c
+	// (Device.LinkBudget; needs a build with devices.list[].link_bytes_per_s).
+	LinkBudget bool
 }
 
 func (s Scale) dur(d, def time.Duration) time.Duration {
@@ -166,7 +173,7 @@ func Standard(sc Scale) []Scenario {
 		Duration: sc.dur(sc.C, 180*time.Second), Settle: 15 * time.Second, Drain: 5 * time.Second, Link: link(2e6),
 		Streams: bulkKeys,
 		Devices: []Device{
-			{Name: "A", Impaired: true, Subs: []string{"bench/crit", "bench/bulk/**"}, Env: bigDevice},
+			{Name: "A", Impaired: true, Subs: []string{"bench/crit", "bench/bulk/**"}, Env: bigDevice, LinkBudget: sc.LinkBudget},
 			{Name: "B", Subs: []string{"bench/crit", "bench/bulk/**"}, Env: bigDevice},
 		},
 		Systems: []System{Gateway},
