@@ -21,12 +21,19 @@ import (
 //	                                          send_failed (other), late_response (reply after
 //	                                          the query ended), query_timeout (query ended by
 //	                                          its timeout)
+//	picobridge_router_scouting_hellos_total   counter: HELLOs sent in answer to a SCOUT (scouting.go)
+//	picobridge_router_scouting_dropped_total{reason}  counter: scouting datagrams not answered;
+//	                                          reason is malformed, not_scout, version, not_for_us
+//	                                          (what excludes our role), interface (arrived on an
+//	                                          interface not named), send_failed
 //
 // Create them with NewMetrics on a registry you own; a nil *Metrics records nothing.
 type Metrics struct {
 	faces   prometheus.Gauge
 	routed  *prometheus.CounterVec
 	dropped *prometheus.CounterVec
+	hellos  prometheus.Counter
+	scoutDr *prometheus.CounterVec
 }
 
 // Drop reasons (label values of picobridge_router_dropped_total).
@@ -67,6 +74,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "picobridge", Subsystem: "router", Name: "dropped_total",
 			Help: "Network messages the router did not deliver, by reason.",
 		}, []string{"reason"}),
+		hellos: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "picobridge", Subsystem: "router", Name: "scouting_hellos_total",
+			Help: "HELLOs sent in answer to a SCOUT.",
+		}),
+		scoutDr: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "picobridge", Subsystem: "router", Name: "scouting_dropped_total",
+			Help: "Scouting datagrams not answered, by reason.",
+		}, []string{"reason"}),
 	}
 	defer func() {
 		if m != nil {
@@ -75,6 +90,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			}
 			for _, r := range dropReasons {
 				m.dropped.WithLabelValues(r)
+			}
+			for _, r := range scoutDropReasons {
+				m.scoutDr.WithLabelValues(r)
 			}
 		}
 	}()
@@ -89,6 +107,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.dropped, err = register(reg, m.dropped); err != nil {
+		return nil, err
+	}
+	if m.hellos, err = register(reg, m.hellos); err != nil {
+		return nil, err
+	}
+	if m.scoutDr, err = register(reg, m.scoutDr); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -122,5 +146,17 @@ func (m *Metrics) routedInc(kind string) {
 func (m *Metrics) droppedInc(reason string) {
 	if m != nil {
 		m.dropped.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) helloSent() {
+	if m != nil {
+		m.hellos.Inc()
+	}
+}
+
+func (m *Metrics) scoutDropped(reason string) {
+	if m != nil {
+		m.scoutDr.WithLabelValues(reason).Inc()
 	}
 }

@@ -76,7 +76,8 @@ func (r *Router) transportConfig(w wire.WhatAmI) transport.Config {
 
 // Listen accepts Zenoh sessions on endpoint ("tcp/0.0.0.0:7447",
 // "udp/127.0.0.1:7447"; port 0 picks one, see the Listener's Endpoint) and
-// routes for them. The listener closes with the router.
+// routes for them. The listener closes with the router. A UDP multicast
+// endpoint is refused (CheckEndpoint, ErrMulticastEndpoint).
 func (r *Router) Listen(ctx context.Context, endpoint string) (*transport.Listener, error) {
 	return r.listen(ctx, endpoint, r.accept)
 }
@@ -84,6 +85,9 @@ func (r *Router) Listen(ctx context.Context, endpoint string) (*transport.Listen
 // listen accepts sessions on endpoint with accept and registers the listener
 // with the router (closed with it; ErrClosed if the router already is).
 func (r *Router) listen(ctx context.Context, endpoint string, accept func(*transport.Session) transport.Handler) (*transport.Listener, error) {
+	if err := CheckEndpoint(endpoint); err != nil {
+		return nil, fmt.Errorf("zenohpath: listen: %w", err)
+	}
 	ln, err := transport.Listen(ctx, endpoint, r.transportConfig(r.whatami), accept)
 	if err != nil {
 		return nil, fmt.Errorf("zenohpath: listen %s: %w", endpoint, err)
@@ -140,6 +144,9 @@ const upstreamReadyTimeout = 3 * time.Second
 // once the first session is up and its interest answered, or the first dial
 // error; without, it returns at once.
 func (r *Router) Connect(ctx context.Context, endpoint string, wait bool) error {
+	if err := CheckEndpoint(endpoint); err != nil {
+		return fmt.Errorf("zenohpath: connect: %w", err)
+	}
 	first := make(chan error, 1)
 	r.mu.Lock()
 	if r.closed {
