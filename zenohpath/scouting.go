@@ -211,7 +211,10 @@ type scoutConn interface {
 	localAddr() net.Addr
 }
 
-type mcastConn struct{ p *ipv4.PacketConn }
+type mcastConn struct {
+	p     *ipv4.PacketConn
+	group *net.UDPAddr
+}
 
 func (c mcastConn) read(b []byte) (int, int, net.Addr, error) {
 	n, cm, src, err := c.p.ReadFrom(b)
@@ -227,7 +230,7 @@ func (c mcastConn) writeTo(b []byte, dst net.Addr) error {
 	return err
 }
 func (c mcastConn) close() error        { return c.p.Close() }
-func (c mcastConn) localAddr() net.Addr { return c.p.LocalAddr() }
+func (c mcastConn) localAddr() net.Addr { return c.group }
 
 type ucastConn struct{ c net.PacketConn }
 
@@ -251,7 +254,7 @@ type scoutResponder struct {
 
 // StartScouting answers SCOUTs as c says (multicast on the named
 // interfaces, unicast on an address) until the router closes; it returns
-// the local addresses answered on. Each HELLO goes back unicast to the
+// the addresses answered on (the group for multicast). Each HELLO goes back unicast to the
 // SCOUT's source and carries the router's whatami, zid and listening
 // locators, a wildcard listener expanded into the interface addresses
 // (helloLocators). A SCOUT whose what does not include our whatami is not
@@ -308,9 +311,12 @@ func (r *Router) StartScouting(c ScoutingConfig) ([]string, error) {
 	return addrs, nil
 }
 
-// multicastResponder binds the group's port (the group address itself, so
-// that only datagrams to the group arrive), joins the group on each named
-// interface and asks for the arrival interface of each datagram.
+// multicastResponder binds the group's port, joins the group on each named
+// interface and asks for the arrival interface of each datagram: only those
+// that arrive on a named interface are answered (Go binds a multicast
+// listener to the wildcard address, and Linux delivers a group's datagrams
+// to every socket bound to its port whatever interface joined it). A SCOUT
+// sent unicast to the port on a named interface is answered as well.
 func (r *Router) multicastResponder(m MulticastScoutingConfig) (*scoutResponder, error) {
 	g, _ := multicastGroup(m.address())
 	ifaces := map[int]string{}
@@ -341,7 +347,7 @@ func (r *Router) multicastResponder(m MulticastScoutingConfig) (*scoutResponder,
 		_ = p.Close()
 		return nil, fmt.Errorf("zenohpath: scouting.multicast: %w", err)
 	}
-	return &scoutResponder{r: r, c: mcastConn{p}, ifaces: ifaces, kind: "multicast"}, nil
+	return &scoutResponder{r: r, c: mcastConn{p, g}, ifaces: ifaces, kind: "multicast"}, nil
 }
 
 func interfaceNames() string {
@@ -368,7 +374,7 @@ func (s *scoutResponder) run() {
 			s.r.log.Debug("scouting read", "mode", s.kind, "err", err)
 			continue
 		}
-		if s.ifaces != nil && ifi != 0 {
+		if s.ifaces != nil {
 			if _, ok := s.ifaces[ifi]; !ok {
 				s.drop(scoutDropInterface, src, "ifindex", ifi)
 				continue

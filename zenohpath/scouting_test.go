@@ -298,7 +298,9 @@ func TestScoutContextCancel(t *testing.T) {
 	defer pc.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Scout(ctx, ScoutOptions{Address: pc.LocalAddr().String(), Timeout: time.Hour}, func(Hello) {}) }()
+	go func() {
+		done <- Scout(ctx, ScoutOptions{Address: pc.LocalAddr().String(), Timeout: time.Hour}, func(Hello) {})
+	}()
 	buf := make([]byte, 64)
 	n, _, err := pc.ReadFrom(buf)
 	require.NoError(t, err)
