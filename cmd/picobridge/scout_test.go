@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/internal/interop"
 	"github.com/picobridge/picobridge/zenohpath"
 )
@@ -136,4 +137,52 @@ func TestScoutCommandFlags(t *testing.T) {
 	require.Equal(t, "router|peer", w)
 	to, _ := cmd.Flags().GetDuration("timeout")
 	require.Equal(t, time.Second, to)
+}
+
+// `picobridge run` takes the same keys under zenoh.scouting (file or --cfg);
+// bad values are refused naming the key; a unicast address is answered.
+func TestScoutRunConfig(t *testing.T) {
+	_, err := buildRunConfig(runOptions{cfg: []string{"zenoh.scouting.multicast.enabled:true"}})
+	require.ErrorContains(t, err, "zenoh.scouting.multicast.interface: required when scouting.multicast.enabled is true")
+	_, err = buildRunConfig(runOptions{cfg: []string{"zenoh.scouting.multicast.address:10.1.1.1:7446"}})
+	require.ErrorContains(t, err, `zenoh.scouting.multicast.address: "10.1.1.1:7446": "10.1.1.1" is not an IPv4 multicast address`)
+	_, err = buildRunConfig(runOptions{cfg: []string{"zenoh.scouting.multicast.ttl:1"}})
+	require.ErrorContains(t, err, "ttl")
+	require.ErrorContains(t, err, "allowed: address, enabled, interface")
+	_, err = buildRunConfig(runOptions{cfg: []string{"zenoh.listen:[udp/224.0.0.224:7447]"}, changed: func(string) bool { return false }})
+	require.NoError(t, err, "the bridge's syntax check passes it; the router refuses it at start")
+
+	addr := freeUDPAddr(t)
+	given := map[string]bool{"listen": true, "metrics": true}
+	cfg, err := buildRunConfig(runOptions{listen: []string{"tcp/127.0.0.1:0"}, metrics: "off", noDDS: true,
+		cfg: []string{"zenoh.scouting.unicast.address:" + addr, "classifier.enabled:false"}, changed: func(n string) bool { return given[n] }})
+	require.NoError(t, err)
+	require.Equal(t, addr, cfg.Zenoh.Scouting.Unicast.Address)
+	require.False(t, cfg.Zenoh.Scouting.Multicast.Enabled, "multicast off by default")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan []string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runGateway(ctx, runOptions{noDDS: true, logLevel: "info"}, cfg, &interop.SyncBuffer{}, func(s *server.Server) { ready <- s.Endpoints() })
+	}()
+	var eps []string
+	select {
+	case eps = <-ready:
+	case err := <-done:
+		t.Fatalf("gateway exited: %v", err)
+	}
+	var out bytes.Buffer
+	require.NoError(t, runScout(ctx, scoutOptions{address: addr, what: "router", timeout: 500 * time.Millisecond, ttl: 1}, &out))
+	require.Contains(t, out.String(), fmt.Sprintf("whatami: router, locators: [%s] }", eps[0]))
+	cancel()
+	require.NoError(t, <-done)
+
+	// a multicast endpoint in zenoh.listen stops the gateway at start with the router's message
+	cfg, err = buildRunConfig(runOptions{listen: []string{"udp/224.0.0.224:7447#iface=lo"}, metrics: "off", noDDS: true,
+		changed: func(n string) bool { return given[n] }})
+	require.NoError(t, err)
+	err = runGateway(context.Background(), runOptions{noDDS: true, logLevel: "info"}, cfg, &interop.SyncBuffer{}, func(*server.Server) { t.Fatal("started") })
+	require.ErrorContains(t, err, `endpoint "udp/224.0.0.224:7447#iface=lo": UDP multicast endpoints (the Zenoh multicast transport) are not supported`)
 }
