@@ -126,6 +126,9 @@ func Scout(ctx context.Context, o ScoutOptions, fn func(Hello)) error {
 			next = deadline
 		}
 		_ = pc.SetReadDeadline(next)
+		if ctx.Err() != nil { // cancelled before the deadline above replaced AfterFunc's
+			return ctx.Err()
+		}
 		for {
 			n, src, err := pc.ReadFrom(buf)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // insideEnv carries, to the re-run test binary, the name of the test to run
@@ -65,6 +66,10 @@ func Run(t *testing.T) bool {
 	args := []string{"-n", os.Args[0], "-test.run=^" + regexp.QuoteMeta(t.Name()) + "$", "-test.count=1", "-test.v"}
 	if testing.Short() {
 		args = append(args, "-test.short")
+	}
+	if d, ok := t.Deadline(); ok {
+		// the child times out (and prints its goroutines) before the parent does
+		args = append(args, "-test.timeout="+(time.Until(d)*9/10).Round(time.Second).String())
 	}
 	cmd := exec.Command(unshare, args...)
 	cmd.Env = append(os.Environ(), insideEnv+"="+t.Name()+"|"+currentNS())
