@@ -90,7 +90,7 @@ func TestScoutMulticastNetns(t *testing.T) {
 
 	t.Run("go_scout", func(t *testing.T) {
 		var hellos []Hello
-		require.NoError(t, Scout(context.Background(), ScoutOptions{Interface: "lo", Timeout: 500 * time.Millisecond},
+		require.NoError(t, Scout(context.Background(), ScoutOptions{Interface: "lo", Timeout: interop.Scale(2 * time.Second)},
 			func(h Hello) { hellos = append(hellos, h) }))
 		require.Len(t, hellos, 1)
 		require.Equal(t, zid, hellos[0].ZID)
@@ -104,7 +104,7 @@ func TestScoutMulticastNetns(t *testing.T) {
 	require.Equal(t, float64(1+scoutResends), testutil.ToFloat64(r.metrics.hellos), "one HELLO for the pico SCOUT, one per SCOUT Scout sends, none for what=client")
 	t.Run("rust_zenoh_scout", func(t *testing.T) {
 		py := interop.FindPython(t)
-		p := picotest.Start(t, py, "-c", pyScoutScript, "1.5")
+		p := picotest.Start(t, py, "-c", pyScoutScript, interop.Seconds(4*time.Second))
 		line := p.WaitLine("HELLO ", 20*time.Second)
 		require.Equal(t, "HELLO "+zid.String()+" router "+strings.Join(locs, ","), line)
 		require.Zero(t, p.Wait(20*time.Second))
@@ -169,7 +169,7 @@ func TestScoutMulticastNetns(t *testing.T) {
 		b, _ := startMulticastScouting(t, zidB, "v1")
 		before := testutil.ToFloat64(r.metrics.hellos)
 		var hellos []Hello
-		require.NoError(t, Scout(context.Background(), ScoutOptions{Interface: "v0", Timeout: 500 * time.Millisecond},
+		require.NoError(t, Scout(context.Background(), ScoutOptions{Interface: "v0", Timeout: interop.Scale(2 * time.Second)},
 			func(h Hello) { hellos = append(hellos, h) }))
 		require.Len(t, hellos, 1)
 		require.Equal(t, zidB, hellos[0].ZID)

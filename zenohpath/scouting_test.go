@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/internal/interop"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -259,7 +260,7 @@ func TestScoutUnicastLoopback(t *testing.T) {
 	require.Equal(t, hex.EncodeToString(want), hex.EncodeToString(got))
 
 	var hellos []Hello
-	require.NoError(t, Scout(context.Background(), ScoutOptions{Address: addr, Timeout: 500 * time.Millisecond}, func(h Hello) {
+	require.NoError(t, Scout(context.Background(), ScoutOptions{Address: addr, Timeout: interop.Scale(2 * time.Second)}, func(h Hello) {
 		hellos = append(hellos, h)
 	}))
 	require.Len(t, hellos, 1, "one HELLO per zid although the SCOUT is sent %d times", scoutResends)

@@ -101,11 +101,11 @@ func TestScoutCommandUnicast(t *testing.T) {
 	require.Contains(t, logs.String(), `msg="answering scouts" mode=unicast addr=`+addr)
 
 	var out bytes.Buffer
-	require.NoError(t, runScout(ctx, scoutOptions{address: addr, what: "router|peer", timeout: 500 * time.Millisecond, ttl: 1}, &out))
+	require.NoError(t, runScout(ctx, scoutOptions{address: addr, what: "router|peer", timeout: interop.Scale(2 * time.Second), ttl: 1}, &out))
 	require.Equal(t, fmt.Sprintf("Hello { zid: abc123, whatami: router, locators: [%s] }\n", eps[0]), out.String())
 
 	out.Reset()
-	require.NoError(t, runScout(ctx, scoutOptions{address: addr, what: "router", timeout: 300 * time.Millisecond, ttl: 1, jsonLines: true}, &out))
+	require.NoError(t, runScout(ctx, scoutOptions{address: addr, what: "router", timeout: interop.Scale(time.Second), ttl: 1, jsonLines: true}, &out))
 	var h struct {
 		ZID, WhatAmI, From string
 		Locators           []string
@@ -174,7 +174,7 @@ func TestScoutRunConfig(t *testing.T) {
 		t.Fatalf("gateway exited: %v", err)
 	}
 	var out bytes.Buffer
-	require.NoError(t, runScout(ctx, scoutOptions{address: addr, what: "router", timeout: 500 * time.Millisecond, ttl: 1}, &out))
+	require.NoError(t, runScout(ctx, scoutOptions{address: addr, what: "router", timeout: interop.Scale(2 * time.Second), ttl: 1}, &out))
 	require.Contains(t, out.String(), fmt.Sprintf("whatami: router, locators: [%s] }", eps[0]))
 	cancel()
 	require.NoError(t, <-done)
