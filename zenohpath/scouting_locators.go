@@ -49,10 +49,12 @@ func (r *Router) helloLocators(src net.IP) []string {
 // kept as they are. For each endpoint the addresses on the scout's own
 // network (src inside the interface's prefix) come first, since zenoh-pico
 // dials the first locator; loopback addresses are listed only to a scout on
-// loopback or when there is no other address; IPv6 link-local addresses are
+// loopback (or from 0.0.0.0, a local process) or when there is no other address; IPv6 link-local addresses are
 // left out (they need a zone). Duplicates are removed.
 func expandLocators(endpoints []string, src net.IP, addrs []ifAddr) []string {
-	srcLoop := src != nil && src.IsLoopback()
+	// a source of 0.0.0.0 is a process on this host (zenoh-pico's SCOUT over lo
+	// arrives so): it is answered as a loopback scout
+	srcLoop := src != nil && (src.IsLoopback() || src.IsUnspecified())
 	onlyLoop := true
 	for _, a := range addrs {
 		if !a.loopback {
@@ -92,7 +94,7 @@ func expandLocators(endpoints []string, src net.IP, addrs []ifAddr) []string {
 				continue
 			}
 			l := proto + "/" + net.JoinHostPort(a.ip.String(), port) + suffix
-			if src != nil && a.net != nil && a.net.Contains(src) {
+			if src != nil && (a.net != nil && a.net.Contains(src) || src.IsUnspecified() && a.loopback) {
 				near = append(near, l)
 			} else {
 				far = append(far, l)

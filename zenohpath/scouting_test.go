@@ -28,7 +28,9 @@ func mustHexBytes(t testing.TB, s string) []byte {
 // picoScoutHex is the SCOUT zenoh-pico sends when it looks for a router in
 // client mode (zenoh-wire.md §7, §14.2: what = router|peer = 3, its 16-byte
 // zid with the I flag): header 0x01, version 0x09, flags 0xfb = zidlen 16
-// (0xf0) | I (0x08) | what 3; zid 00..0f. Written by hand from the spec.
+// (0xf0) | I (0x08) | what 3; zid 00..0f. Written by hand from the spec;
+// zenoh-pico 1.9.0-36-g0ffe44a0's z_scout sent the same three bytes and its
+// own random zid (captured on lo in a network namespace), from 0.0.0.0.
 const picoScoutHex = "01 09 fb 000102030405060708090a0b0c0d0e0f"
 
 // scoutTestZID is the router zid of the byte-exact tests: 8 bytes.
@@ -126,6 +128,11 @@ func TestScoutExpandLocators(t *testing.T) {
 	require.Equal(t, []string{
 		"tcp/127.0.0.1:7447", "tcp/192.168.1.10:7447", "tcp/10.8.0.2:7447",
 	}, expandLocators(eps[:1], net.ParseIP("127.0.0.1"), addrs))
+
+	// a SCOUT from 0.0.0.0 (zenoh-pico on this host, over lo) is a loopback scout
+	require.Equal(t, []string{
+		"tcp/127.0.0.1:7447", "tcp/192.168.1.10:7447", "tcp/10.8.0.2:7447",
+	}, expandLocators(eps[:1], net.IPv4zero, addrs))
 
 	// a host with loopback only (a test netns): loopback it is
 	require.Equal(t, []string{"tcp/127.0.0.1:7447"},
