@@ -85,7 +85,7 @@ func (r *Router) Listen(ctx context.Context, endpoint string) (*transport.Listen
 // listen accepts sessions on endpoint with accept and registers the listener
 // with the router (closed with it; ErrClosed if the router already is).
 func (r *Router) listen(ctx context.Context, endpoint string, accept func(*transport.Session) transport.Handler) (*transport.Listener, error) {
-	if err := CheckEndpoint(endpoint); err != nil {
+	if err := CheckEndpoint(endpoint); errors.Is(err, ErrMulticastEndpoint) { // syntax errors: the transport's, as before
 		return nil, fmt.Errorf("zenohpath: listen: %w", err)
 	}
 	ln, err := transport.Listen(ctx, endpoint, r.transportConfig(r.whatami), accept)
@@ -144,7 +144,7 @@ const upstreamReadyTimeout = 3 * time.Second
 // once the first session is up and its interest answered, or the first dial
 // error; without, it returns at once.
 func (r *Router) Connect(ctx context.Context, endpoint string, wait bool) error {
-	if err := CheckEndpoint(endpoint); err != nil {
+	if err := CheckEndpoint(endpoint); errors.Is(err, ErrMulticastEndpoint) {
 		return fmt.Errorf("zenohpath: connect: %w", err)
 	}
 	first := make(chan error, 1)
