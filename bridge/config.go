@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/zenohpath"
 )
 
 // DefaultYAML is the embedded default configuration (bridge/default.yaml);
@@ -51,6 +52,9 @@ type ZenohConfig struct {
 	ID      string   `yaml:"id"`      // hex zid, 1..16 bytes; empty: random
 	Listen  []string `yaml:"listen"`  // endpoints <proto>/<address>
 	Connect []string `yaml:"connect"` // upstream endpoints
+	// Scouting answers SCOUTs (zenohd's scouting keys; off unless set,
+	// multicast only on the interfaces named): docs/router.md.
+	Scouting zenohpath.ScoutingConfig `yaml:"scouting"`
 }
 
 // DDSConfig is the ROS 2 side (zenoh-bridge-ros2dds -d, -n).
@@ -413,6 +417,9 @@ func (c *Config) Validate() error {
 	}
 	checkEndpoints("zenoh.listen", c.Zenoh.Listen)
 	checkEndpoints("zenoh.connect", c.Zenoh.Connect)
+	for _, p := range c.Zenoh.Scouting.Problems() {
+		at("zenoh.scouting."+p.Key, "%s", p.Msg)
+	}
 	if c.Zenoh.Mode == ModeClient && len(c.Zenoh.Connect) == 0 {
 		at("zenoh.connect", "client mode needs at least one endpoint")
 	}

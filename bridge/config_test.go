@@ -153,7 +153,7 @@ func TestConfigSyntaxAndTypeErrors(t *testing.T) {
 
 	_, err = bridge.ParseConfig("pb.yaml", []byte("zenoh: router\nroutes:\n  auto_bridge: yes please\ndds:\n  domain: 1.5\n"))
 	require.Error(t, err)
-	require.Equal(t, `pb.yaml:1:8: zenoh: want a mapping with keys connect, id, listen, mode (got "router")
+	require.Equal(t, `pb.yaml:1:8: zenoh: want a mapping with keys connect, id, listen, mode, scouting (got "router")
 pb.yaml:3:16: routes.auto_bridge: want true or false (got "yes please")
 pb.yaml:5:11: dds.domain: want an integer (got "1.5")`, err.Error())
 

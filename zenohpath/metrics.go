@@ -22,6 +22,11 @@ import (
 //	                                          the query ended), query_timeout (query ended by
 //	                                          its timeout), too_large (message over the
 //	                                          max message size)
+//	picobridge_router_scouting_hellos_total   counter: HELLOs sent in answer to a SCOUT (scouting.go)
+//	picobridge_router_scouting_dropped_total{reason}  counter: scouting datagrams not answered;
+//	                                          reason is malformed, not_scout, version, not_for_us
+//	                                          (what excludes our role), interface (arrived on an
+//	                                          interface not named), send_failed
 //
 // Create them with NewMetrics on a registry you own; a nil *Metrics records nothing.
 type Metrics struct {
@@ -31,6 +36,8 @@ type Metrics struct {
 	// routedPush is routed{kind="push"}, resolved once: the fan-out path
 	// adds to it per sample, not per face.
 	routedPush prometheus.Counter
+	hellos     prometheus.Counter
+	scoutDr    *prometheus.CounterVec
 }
 
 // Drop reasons (label values of picobridge_router_dropped_total).
@@ -72,6 +79,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "picobridge", Subsystem: "router", Name: "dropped_total",
 			Help: "Network messages the router did not deliver, by reason.",
 		}, []string{"reason"}),
+		hellos: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "picobridge", Subsystem: "router", Name: "scouting_hellos_total",
+			Help: "HELLOs sent in answer to a SCOUT.",
+		}),
+		scoutDr: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "picobridge", Subsystem: "router", Name: "scouting_dropped_total",
+			Help: "Scouting datagrams not answered, by reason.",
+		}, []string{"reason"}),
 	}
 	defer func() {
 		if m != nil {
@@ -82,6 +97,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 				m.dropped.WithLabelValues(r)
 			}
 			m.routedPush = m.routed.WithLabelValues("push")
+			for _, r := range scoutDropReasons {
+				m.scoutDr.WithLabelValues(r)
+			}
 		}
 	}()
 	if reg == nil {
@@ -95,6 +113,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.dropped, err = register(reg, m.dropped); err != nil {
+		return nil, err
+	}
+	if m.hellos, err = register(reg, m.hellos); err != nil {
+		return nil, err
+	}
+	if m.scoutDr, err = register(reg, m.scoutDr); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -135,5 +159,17 @@ func (m *Metrics) pushesRouted(n int) {
 func (m *Metrics) droppedInc(reason string) {
 	if m != nil {
 		m.dropped.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) helloSent() {
+	if m != nil {
+		m.hellos.Inc()
+	}
+}
+
+func (m *Metrics) scoutDropped(reason string) {
+	if m != nil {
+		m.scoutDr.WithLabelValues(reason).Inc()
 	}
 }

@@ -80,7 +80,8 @@ func (r *Router) transportConfig(w wire.WhatAmI) transport.Config {
 
 // Listen accepts Zenoh sessions on endpoint ("tcp/0.0.0.0:7447",
 // "udp/127.0.0.1:7447"; port 0 picks one, see the Listener's Endpoint) and
-// routes for them. The listener closes with the router.
+// routes for them. The listener closes with the router. A UDP multicast
+// endpoint is refused (CheckEndpoint, ErrMulticastEndpoint).
 func (r *Router) Listen(ctx context.Context, endpoint string) (*transport.Listener, error) {
 	return r.listen(ctx, endpoint, r.accept)
 }
@@ -88,6 +89,9 @@ func (r *Router) Listen(ctx context.Context, endpoint string) (*transport.Listen
 // listen accepts sessions on endpoint with accept and registers the listener
 // with the router (closed with it; ErrClosed if the router already is).
 func (r *Router) listen(ctx context.Context, endpoint string, accept func(*transport.Session) transport.Handler) (*transport.Listener, error) {
+	if err := CheckEndpoint(endpoint); errors.Is(err, ErrMulticastEndpoint) { // syntax errors: the transport's, as before
+		return nil, fmt.Errorf("zenohpath: listen: %w", err)
+	}
 	ln, err := transport.Listen(ctx, endpoint, r.transportConfig(r.whatami), accept)
 	if err != nil {
 		return nil, fmt.Errorf("zenohpath: listen %s: %w", endpoint, err)
@@ -154,6 +158,9 @@ const upstreamReadyTimeout = 3 * time.Second
 // (at once when there are none), or the first dial error; without, it
 // returns at once.
 func (r *Router) Connect(ctx context.Context, endpoint string, wait bool) error {
+	if err := CheckEndpoint(endpoint); errors.Is(err, ErrMulticastEndpoint) {
+		return fmt.Errorf("zenohpath: connect: %w", err)
+	}
 	first := make(chan error, 1)
 	r.mu.Lock()
 	if r.closed {

@@ -207,6 +207,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 			s.eps = append(s.eps, ln.Endpoint())
 			shown = append(shown, shownEndpoint(ep, ln.Endpoint()))
 		}
+		if _, err = s.router.StartScouting(cfg.Zenoh.Scouting); err != nil { // zenoh.scouting (off unless set)
+			return nil, err
+		}
 	}
 	for _, ep := range cfg.Zenoh.Connect {
 		if err := s.router.Connect(ctx, ep, false); err != nil {

@@ -37,6 +37,7 @@ type routerOptions struct {
 	maxMsg   int
 	logLevel string
 	metrics  string
+	cfg      []string // --cfg KEY:VALUE, scouting keys only (scout.go)
 }
 
 func newRouterCommand() *cobra.Command {
@@ -48,7 +49,8 @@ func newRouterCommand() *cobra.Command {
 connect to its listen endpoints; with -e it also connects, as a client, to
 upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`,
 		Example: `  picobridge router -l tcp/0.0.0.0:7447
-  picobridge router -l tcp/0.0.0.0:7447 -l udp/0.0.0.0:7447 -e tcp/10.0.0.1:7447 --id 1234abcd`,
+  picobridge router -l tcp/0.0.0.0:7447 -l udp/0.0.0.0:7447 -e tcp/10.0.0.1:7447 --id 1234abcd
+  picobridge router --cfg scouting/multicast/enabled:true --cfg scouting/multicast/interface:eth0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -66,6 +68,8 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 		fmt.Sprintf("largest network message sent or reassembled, bytes (%d to %d; zenohd's transport max message size)", minMaxMessageSize, maxMaxMessageSize))
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics and the JSON status /routerz on this address (e.g. 127.0.0.1:9464); off when empty")
+	f.StringArrayVar(&o.cfg, "cfg", nil, "set a configuration key, zenohd style KEY:VALUE (repeatable); keys: "+strings.Join(scoutingKeyNames(), ", ")+
+		" (multicast scouting answers only on the interfaces named, none by default)")
 	return cmd
 }
 
@@ -133,16 +137,17 @@ func (o *routerOptions) validate() error {
 		return fmt.Errorf("--max-message-size %d: want %d to %d bytes", o.maxMsg, minMaxMessageSize, maxMaxMessageSize)
 	}
 	for _, ep := range o.listen {
-		if _, err := transport.ParseEndpoint(ep); err != nil {
+		if err := zenohpath.CheckEndpoint(ep); err != nil {
 			return fmt.Errorf("--listen: %w", err)
 		}
 	}
 	for _, ep := range o.connect {
-		if _, err := transport.ParseEndpoint(ep); err != nil {
+		if err := zenohpath.CheckEndpoint(ep); err != nil {
 			return fmt.Errorf("--connect: %w", err)
 		}
 	}
-	return nil
+	_, err := o.scouting()
+	return err
 }
 
 // validateAddrs checks --metrics and --id before anything starts.
@@ -217,6 +222,10 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 		if err := r.Connect(ctx, ep, false); err != nil {
 			return err
 		}
+	}
+	sc, _ := o.scouting() // validated above
+	if _, err := r.StartScouting(sc); err != nil {
+		return fmt.Errorf("--cfg: %w", err)
 	}
 	if o.metrics != "" {
 		ln, err := net.Listen("tcp", o.metrics)
