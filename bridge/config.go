@@ -247,7 +247,7 @@ type RecoverLimits struct {
 // (zenohd's transport.link.rx.max_message_size).
 type TransportConfig struct {
 	// MaxMessageSize is the largest network message a session reassembles
-	// from fragments or sends, in bytes (transport.Config.MaxReassembly);
+	// from fragments or sends, in bytes (transport.Config.MaxMessageSize);
 	// MinMaxMessageSize..MaxMaxMessageSize.
 	MaxMessageSize int `yaml:"max_message_size"`
 }

@@ -139,8 +139,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.stats = newServerMetrics(s.reg)
 
 	rc := zenohpath.RouterConfig{Logger: log.With("part", "router"), Transport: opts.Transport}
-	if rc.Transport.MaxReassembly == 0 { // transport.max_message_size (Options.Transport wins)
-		rc.Transport.MaxReassembly = opts.Config.Transport.MaxMessageSize
+	if rc.Transport.MaxMessageSize == 0 { // transport.max_message_size (Options.Transport wins)
+		rc.Transport.MaxMessageSize = opts.Config.Transport.MaxMessageSize
 	}
 	switch cfg.Zenoh.Mode {
 	case bridge.ModePeer:

@@ -340,8 +340,8 @@ func (d *Device) session(ctx context.Context) error {
 		// The device's frag_max_size is enforced per message in handle
 		// (so drops are attributed to a key); the transport's bound only
 		// protects memory.
-		MaxReassembly: max(d.model.FragMaxSize, reassemblyHardBound),
-		Logger:        d.log,
+		MaxMessageSize: max(d.model.FragMaxSize, reassemblyHardBound),
+		Logger:         d.log,
 	}
 	ep := d.endpoint
 	if d.win != nil {
