@@ -36,7 +36,7 @@ func main() {
 	linkDiv := flag.Float64("link-div", 1, "divide every link rate by this (smoke runs)")
 	queue := flag.Int("link-queue", egress.DefaultLinkQueue, "linkemu queue per direction, bytes (linkemu's own default is 1048576)")
 	seed := flag.Uint64("seed", 1, "linkemu seed")
-	linkBudget := flag.Bool("link-budget", false, "scenario c: tell the gateway device A's link rate (devices.list[].link_bytes_per_s; builds from issue 10 on)")
+	linkBudget := flag.Bool("link-budget", false, "scenarios a and c: tell picobridge run the impaired device's link rate (devices.list[].link_bytes_per_s; builds from issue 10 on)")
 	out := flag.String("out", "", "also write the Markdown report to this file")
 	var routerArgs, gatewayArgs multi
 	flag.Var(&routerArgs, "router-arg", "extra argument for `picobridge router` (repeatable)")

@@ -104,8 +104,8 @@ type Scale struct {
 	// SizeDiv divides every payload size (1 = the issue's sizes), RateDiv every rate, and
 	// LinkDiv the link rates, so a CI run keeps the ratios (overload stays overload).
 	SizeDiv, RateDiv, LinkDiv float64
-	// LinkBudget configures the impaired device's link budget in scenario c
-	// (Device.LinkBudget; needs a build with devices.list[].link_bytes_per_s).
+	// LinkBudget configures the impaired devices' link budget for `picobridge
+	// run` (Device.LinkBudget; needs a build with devices.list[].link_bytes_per_s).
 	LinkBudget bool
 }
 
@@ -143,7 +143,7 @@ func Standard(sc Scale) []Scenario {
 			{Name: "1 MB bulk", Key: "bench/bulk", Size: size(1_000_000), RateHz: rate(10),
 				Priority: zenohpath.PriorityData, BestEffort: true},
 		},
-		Devices: []Device{{Name: "dev", Impaired: true, Subs: []string{"bench/small", "bench/bulk"}, Env: bigDevice}},
+		Devices: []Device{{Name: "dev", Impaired: true, Subs: []string{"bench/small", "bench/bulk"}, Env: bigDevice, LinkBudget: sc.LinkBudget}},
 		Systems: []System{GoRouter, Gateway, RustRouter},
 		Targets: []Target{{Stream: "48 B express", Text: "p99 ≤ 5 ms", Check: p99le(5)},
 			{Stream: "1 MB bulk", Text: "delivered > 0", Check: func(r Row) bool { return r.Delivered > 0 }}},

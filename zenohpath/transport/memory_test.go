@@ -249,7 +249,13 @@ func TestMemoryPerSessionPair(t *testing.T) {
 // Session struct and channels (shared with TX, counted here), and the
 // test's own client conn (about 300 B). docs/transport.md, "Memory per
 // session: RX", itemises it.
-const rxBudget = 7 << 10
+//
+// Since the TX pipeline starts no writer and holds no batch buffer while
+// idle, the test starts the session's TX side too (s.start): what it holds
+// idle (a keep-alive timer, the queue heads) is counted here, so the bound
+// is the whole idle session's 16 KB of issue 11 item 1 (measured 9.4–9.7 KB
+// after the TX/RX merge; 6.4 KB for the RX part alone before it).
+const rxBudget = 16 << 10
 
 // TestMemoryRXIdle opens n accepted-side sessions whose TX side is not
 // running (no write goroutine, no TX queue: what the TX pipeline allocates
