@@ -72,16 +72,7 @@ func TestRunQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts router and client processes")
 	}
-	python := os.Getenv(PythonEnv)
-	if python == "" {
-		python = "python3"
-	}
-	if err := exec.Command(python, "-c", "import zenoh").Run(); err != nil {
-		if os.Getenv("CI") == "true" || os.Getenv(PythonEnv) != "" {
-			t.Fatalf("%s cannot import zenoh: %v", python, err)
-		}
-		t.Skipf("%s cannot import zenoh (pip install eclipse-zenoh==1.10.2): %v", python, err)
-	}
+	requireZenohPython(t)
 	o := Options{
 		Duration:     300 * time.Millisecond,
 		Warmup:       100 * time.Millisecond,
@@ -149,9 +140,7 @@ func TestRunPicobridgeBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds picobridge and starts processes")
 	}
-	if err := exec.Command("python3", "-c", "import zenoh").Run(); err != nil {
-		t.Skipf("python3 cannot import zenoh: %v", err)
-	}
+	requireZenohPython(t)
 	bin := filepath.Join(t.TempDir(), "picobridge")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/picobridge")
 	cmd.Dir = filepath.Join("..", "..")
@@ -175,5 +164,22 @@ func TestRunPicobridgeBinary(t *testing.T) {
 				require.Positive(t, f, "row %v", c)
 			}
 		}
+	}
+}
+
+// requireZenohPython skips (with why) when the Rust Zenoh's Python package is
+// missing, and fails instead in CI or when PICOBRIDGE_PYTHON names an
+// interpreter: there the Rust router rows must run.
+func requireZenohPython(t *testing.T) {
+	t.Helper()
+	python := os.Getenv(PythonEnv)
+	if python == "" {
+		python = "python3"
+	}
+	if err := exec.Command(python, "-c", "import zenoh").Run(); err != nil {
+		if os.Getenv("CI") == "true" || os.Getenv(PythonEnv) != "" {
+			t.Fatalf("%s cannot import zenoh: %v", python, err)
+		}
+		t.Skipf("SKIP: %s cannot import zenoh (pip install eclipse-zenoh==1.10.2): %v", python, err)
 	}
 }
