@@ -122,7 +122,7 @@ metrics:
 	}
 	nCrit := int(duration.Seconds()) * critHz
 	start := time.Now()
-	bulkSent := 0
+	bulkSent, drainTimeouts := 0, 0
 	for i := range nCrit {
 		time.Sleep(time.Until(start.Add(time.Duration(i) * time.Second / critHz)))
 		p := make([]byte, 1500)
@@ -130,7 +130,13 @@ metrics:
 		// As the DDS path does (dds.go): a publisher that fell behind (a
 		// starved test machine) publishes its backlog no faster than the
 		// express lanes take it, instead of in one burst longer than their FIFO.
-		g.WaitExpressDrained(crit.Key, 100*time.Millisecond)
+		// The wait is long (1 s, the product waits 20 ms) because what this
+		// test measures is the device's link, not a starved test host: on a
+		// CI machine at load 12 per CPU the gateway's own wakeups lagged 1.8 s
+		// and 120 of 600 critical samples were replaced while nothing ran.
+		if !g.WaitExpressDrained(crit.Key, time.Second) {
+			drainTimeouts++
+		}
 		g.Publish(crit, bridge.Sample{Payload: p})
 		if i%3 == 0 { // 10 Hz per bulk key
 			for _, r := range bulkRoutes {
@@ -162,6 +168,7 @@ metrics:
 	t.Logf("healthy: critical %d/%d, bulk %d/%d; classifier %s rtt %v; gateway %+v", hc, nCrit, hb, bulkSent,
 		hd.Classifier.Class, hd.Classifier.Reading.RTT, g.GatewayHealth())
 	t.Logf("linkemu: %+v", proxy.Stats())
+	t.Logf("express lane still holding the previous sample after 1 s: %d of %d publishes", drainTimeouts, nCrit)
 
 	require.Equal(t, nCrit, hc, "healthy device: every critical sample")
 	require.Zero(t, hdup)

@@ -135,7 +135,16 @@ func TestRunSmoke(t *testing.T) {
 		require.Empty(t, r.Err, "%s", r.System)
 		require.Equal(t, 20, r.Connected, "%s", r.System)
 		require.Positive(t, r.Sent)
-		require.EqualValues(t, r.Sent*20, r.Deliveries, "%s: every sample to every session", r.System)
+		if r.System == GoRouter {
+			require.EqualValues(t, r.Sent*20, r.Deliveries, "%s: every sample to every session", r.System)
+		} else {
+			// The Rust router is the reference, not the subject: its puts are
+			// CongestionControl::Drop, and on a starved CI host it sheds a few
+			// (605 of 620 seen at load 12 per CPU). Its row must still be a
+			// real measurement: most samples delivered, none invented.
+			require.LessOrEqual(t, r.Deliveries, int64(r.Sent*20), "%s: no sample delivered twice", r.System)
+			require.GreaterOrEqual(t, r.Deliveries, int64(r.Sent*20)*9/10, "%s: most samples to every session", r.System)
+		}
 		require.GreaterOrEqual(t, r.ReachSecs, 0.0)
 		require.Positive(t, r.RSSIdle)
 		require.Positive(t, r.RSSAfterLeave)

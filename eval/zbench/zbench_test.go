@@ -104,7 +104,8 @@ func TestRunQuick(t *testing.T) {
 		for _, v := range c[3:5] {
 			f, err := strconv.ParseFloat(v, 64)
 			require.NoError(t, err, "row %v", c)
-			if !stalls {
+			// As in TestRunPicobridgeBinary: CPU and MB/s may round to zero.
+			if !stalls && !strings.Contains(c[2], "CPU") && !strings.Contains(c[2], "MB/s") {
 				require.Positive(t, f, "row %v", c)
 			}
 		}
@@ -160,7 +161,11 @@ func TestRunPicobridgeBinary(t *testing.T) {
 		for _, v := range c[3:5] {
 			f, err := strconv.ParseFloat(v, 64)
 			require.NoError(t, err, "row %v", c)
-			if !strings.Contains(c[2], "CPU") { // CPU in a 300 ms window can round to 0 ticks
+			// CPU in a 300 ms window can round to 0 ticks, and MB/s to 0.00 when a
+			// starved host's router moves a few hundred 64 B samples (13 msgs/s
+			// seen for the Rust router at load 12 per CPU); msgs/s and RTT must
+			// be positive.
+			if !strings.Contains(c[2], "CPU") && !strings.Contains(c[2], "MB/s") {
 				require.Positive(t, f, "row %v", c)
 			}
 		}
