@@ -359,7 +359,31 @@ supervisor:             # a starved test machine must not suspend lanes (lag is 
 	pub, err := crit.s.DeclarePublisher("e2e_cmd", zenohpath.PublisherOptions{CongestionControl: zenohpath.CongestionControlBlock})
 	require.NoError(t, err)
 	waitFor(t, 20*time.Second, "the gateway's Zenoh → DDS route", func() bool { return pub.HasMatchingSubscribers() && rd.Matched() > 0 })
-	time.Sleep(300 * time.Millisecond) // reader-side matching of the gateway's writer
+	// The gateway's DDS writer may match the reader later than the reader
+	// matches it (a VOLATILE writer drops what it writes before that): prime
+	// the route with marker samples until one arrives, instead of sleeping a
+	// fixed time that a starved host outlasts (sample 0 was lost that way).
+	const marker = 1 << 31
+	primed := time.After(20 * time.Second)
+	for primedOK := false; !primedOK; {
+		require.NoError(t, pub.Put(sample(marker, 8), nil))
+		select {
+		case smp := <-rd.C():
+			require.Equal(t, uint32(marker), binary.LittleEndian.Uint32(smp.CDR[4:]))
+			primedOK = true
+		case <-time.After(200 * time.Millisecond):
+		case <-primed:
+			t.Fatal("no marker sample reached the DDS reader in 20 s")
+		}
+	}
+	for drained := false; !drained; { // markers still in flight
+		select {
+		case smp := <-rd.C():
+			require.Equal(t, uint32(marker), binary.LittleEndian.Uint32(smp.CDR[4:]))
+		case <-time.After(500 * time.Millisecond):
+			drained = true
+		}
+	}
 	const m = 50
 	for i := range uint32(m) {
 		require.NoError(t, pub.Put(sample(i, 8), nil))
