@@ -73,7 +73,12 @@ func Listen(ctx context.Context, endpoint string, cfg Config, accept func(*Sessi
 		ln.wg.Add(1)
 		go ln.readUDP()
 	}
-	ln.stop = context.AfterFunc(ctx, func() { _ = ln.Close() })
+	// Close reads ln.stop under ln.mu, and the AfterFunc may already run
+	// Close when ctx is done: assign it under the lock too.
+	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
+	ln.mu.Lock()
+	ln.stop = stop
+	ln.mu.Unlock()
 	return ln, nil
 }
 
