@@ -411,7 +411,7 @@ func (f *facts) checkFault(i int) Result {
 		case cur == nil:
 			res.Status = Fail
 			res.Summary = fmt.Sprintf("no session was open when %s began", what)
-		case cur.AfterResume.IsZero() && !cur.Ended.IsZero():
+		case !cur.Ended.IsZero() && !cur.Ended.After(fo.injected.Add(fl.For)):
 			res.Status = Fail
 			res.Summary = fmt.Sprintf("the session did not survive %s", what)
 			res.Observed += fmt.Sprintf("; ended at %s: %s", f.rel(cur.Ended), cur.EndReason)

@@ -122,7 +122,8 @@ type Fault struct {
 	For    time.Duration // stall_reads
 	Expect Recovery
 	Within time.Duration // default 10 s
-	Line   int           // line in the expectations file
+	Line   int           // line and column in the expectations file
+	Col    int
 }
 
 // Defaults of an expectations file.
@@ -248,7 +249,7 @@ func ParseExpectations(file string, data []byte) (*Expectations, error) {
 	}
 	for i, fl := range e.Faults {
 		if fl.At+fl.For >= e.Duration && e.Duration > 0 {
-			d.ps = append(d.ps, &knobs.Problem{File: file, Line: fl.Line, Key: fmt.Sprintf("faults[%d].at", i), Err: knobs.ErrRange,
+			d.ps = append(d.ps, &knobs.Problem{File: file, Line: fl.Line, Col: fl.Col, Key: fmt.Sprintf("faults[%d].at", i), Err: knobs.ErrRange,
 				Msg: fmt.Sprintf("%s (+ for %s) is not before duration %s: the fault would fall outside the observation", fl.At, fl.For, e.Duration)})
 		}
 	}
@@ -437,7 +438,7 @@ func (d *decoder) percent(n *yaml.Node, path string) float64 {
 }
 
 func (d *decoder) fault(n *yaml.Node, path string) Fault {
-	f := Fault{Line: n.Line, Within: DefaultRecoverWithin}
+	f := Fault{Line: n.Line, Col: n.Column, Within: DefaultRecoverWithin}
 	var kindNode *yaml.Node
 	d.mapping(n, path, faultKeys, func(key string, _, v *yaml.Node) {
 		p := path + "." + key

@@ -312,7 +312,8 @@ func observe(ctx context.Context, f *facts, rec *Recorder, tp *tap, rt *routers,
 			case FaultStallReads:
 				tp.stall(fl.For)
 			case FaultRestartRouter:
-				if err := rt.restart(octx, tp); err != nil {
+				// The new router lives until Run ends, not until the observation does.
+				if err := rt.restart(context.WithoutCancel(octx), tp); err != nil {
 					mu.Lock()
 					f.faults[i].notInjected = "the router did not restart: " + err.Error()
 					mu.Unlock()
