@@ -401,11 +401,15 @@ func (f *facts) checkFault(i int) Result {
 	switch fl.Expect {
 	case RecoverSurvive:
 		var cur *SessionObs
+		var next time.Time
 		for i := range f.sessions {
 			s := &f.sessions[i]
 			if !s.Opened.IsZero() && s.Opened.Before(fo.injected) && (s.Ended.IsZero() || s.Ended.After(fo.injected)) {
 				cur = s
 			}
+		}
+		if cur != nil {
+			next = cur.FirstAfter(fo.injected)
 		}
 		switch {
 		case cur == nil:
@@ -415,12 +419,12 @@ func (f *facts) checkFault(i int) Result {
 			res.Status = Fail
 			res.Summary = fmt.Sprintf("the session did not survive %s", what)
 			res.Observed += fmt.Sprintf("; ended at %s: %s", f.rel(cur.Ended), cur.EndReason)
-		case cur.AfterResume.IsZero() || cur.AfterResume.After(deadline):
+		case next.IsZero() || next.After(deadline):
 			res.Status = Fail
 			res.Summary = fmt.Sprintf("the device sent nothing within %s after %s", fl.Within, what)
 		default:
 			res.Summary = fmt.Sprintf("the session survived %s and the device sent again within %s", what, fl.Within)
-			res.Observed += "; first device batch after it at " + f.rel(cur.AfterResume)
+			res.Observed += "; first device batch since it began at " + f.rel(next)
 		}
 	case RecoverReconnect:
 		var next *SessionObs

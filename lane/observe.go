@@ -87,11 +87,9 @@ type SessionObs struct {
 
 	Declared    map[string]map[string]bool // kind → keys (device → router)
 	DecodeError string                     // the first decode error, with its direction
-	// Resumed is when reads resumed after the last stall the lane
-	// injected; AfterResume the first device batch read after it.
-	Resumed     time.Time
-	AfterResume time.Time
-	Close       string                     // a CLOSE the device sent (reason)
+	// DevTimes are the read times of the device's batches after OPEN (capped).
+	DevTimes []time.Time
+	Close    string // a CLOSE the device sent (reason)
 
 	// parsers and key tables, owned by the tap's pumps (one per direction)
 	parser [2]wire.Parser
@@ -136,6 +134,7 @@ func (r *Recorder) Sessions() []SessionObs {
 	for _, s := range r.sessions {
 		c := *s
 		c.DataTimes = append([]time.Time(nil), s.DataTimes...)
+		c.DevTimes = append([]time.Time(nil), s.DevTimes...)
 		c.Pushes, c.PushBytes = cloneCounts(s.Pushes), cloneCounts(s.PushBytes)
 		c.Declared = map[string]map[string]bool{}
 		for k, v := range s.Declared {
@@ -189,13 +188,21 @@ func (r *Recorder) end(s *SessionObs, reason string) {
 
 // resumed tells the recorder that reads from the device resume after a
 // stall the lane injected: the stall is not the device's silence.
+// FirstAfter is the first device batch read at or after t; zero if none.
+func (s *SessionObs) FirstAfter(t time.Time) time.Time {
+	for _, at := range s.DevTimes {
+		if !at.Before(t) {
+			return at
+		}
+	}
+	return time.Time{}
+}
+
 func (r *Recorder) resumed(s *SessionObs) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.now()
-	s.Resumed, s.AfterResume = now, time.Time{}
 	if !s.LastDev.IsZero() {
-		s.LastDev = now
+		s.LastDev = r.now()
 	}
 }
 
@@ -218,9 +225,6 @@ func (r *Recorder) batch(s *SessionObs, d Dir, content []byte) batchInfo {
 		s.OverBatch[d], s.OverBatchAt[d] = size, at
 	}
 	opened := !s.Opened.IsZero()
-	if d == FromDevice && !s.Resumed.IsZero() && s.AfterResume.IsZero() {
-		s.AfterResume = at
-	}
 	if d == FromDevice && opened {
 		s.DevBatches++
 		if !s.LastDev.IsZero() {
@@ -229,6 +233,9 @@ func (r *Recorder) batch(s *SessionObs, d Dir, content []byte) batchInfo {
 			}
 		}
 		s.LastDev = at
+		if len(s.DevTimes) < maxDataTimes {
+			s.DevTimes = append(s.DevTimes, at)
+		}
 	}
 	pushes, data := 0, false
 	err := s.parser[d].WalkBatch(content, func(t wire.TransportMessage, n wire.NetworkMessage) error {

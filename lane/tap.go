@@ -99,14 +99,6 @@ func (t *tap) accept() {
 func (t *tap) pump(s *SessionObs, d Dir, src, dst net.Conn) string {
 	buf := make([]byte, 2+65535)
 	for {
-		if d == FromDevice {
-			if until := t.stallUntil.Load(); until != 0 {
-				if w := time.Until(time.Unix(0, until)); w > 0 {
-					time.Sleep(w)
-					t.rec.resumed(s)
-				}
-			}
-		}
 		if _, err := io.ReadFull(src, buf[:2]); err != nil {
 			return endReason(d, err)
 		}
@@ -115,6 +107,16 @@ func (t *tap) pump(s *SessionObs, d Dir, src, dst net.Conn) string {
 			return endReason(d, err)
 		}
 		info := t.rec.batch(s, d, buf[2:2+n])
+		if d == FromDevice {
+			// A stall holds this batch and reads nothing more until it
+			// ends: the device's sends back up in its socket.
+			if until := t.stallUntil.Load(); until != 0 {
+				if w := time.Until(time.Unix(0, until)); w > 0 {
+					time.Sleep(w)
+					t.rec.resumed(s)
+				}
+			}
+		}
 		if _, err := dst.Write(buf[:2+n]); err != nil {
 			return endReason(1-d, err)
 		}
