@@ -134,7 +134,17 @@ func Resolve(e *Expectations, extra *knobs.Env) (*knobs.Resolved, error) {
 	if extra != nil {
 		env.Add(extra)
 	}
-	return cat.Resolve(knobs.Options{Platform: e.Knobs.Platform, Board: e.Knobs.Board, Env: env})
+	r, err := cat.Resolve(knobs.Options{Platform: e.Knobs.Platform, Board: e.Knobs.Board, Env: env})
+	var ce *knobs.ConfigError
+	if errors.As(err, &ce) {
+		// A platform or board the file names: say which file and key.
+		for _, p := range ce.Problems {
+			if p.File == "" && (p.Key == "platform" || p.Key == "board") {
+				p.File, p.Key = e.File, "knobs."+p.Key
+			}
+		}
+	}
+	return r, err
 }
 
 func unwrapPath(err error) error {

@@ -22,7 +22,7 @@ func TestLaneBadExpectations(t *testing.T) {
 	require.NoError(t, os.WriteFile(f, []byte("knobs: {platform: zephyrr}\n"), 0o644))
 	_, err = run(t, "lane", "--expect", f)
 	require.Equal(t, 2, exitCode(err))
-	require.Contains(t, err.Error(), `unknown platform`)
+	require.Equal(t, f+`: knobs.platform: no platform named "zephyrr" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`, err.Error())
 }
 
 // TestLaneNoDeviceExit1: nothing connects: exit status 1, the summary on
