@@ -1,7 +1,9 @@
 package knobs_test
 
 import (
+	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -92,4 +94,23 @@ func FuzzDecodeAnnouncement(f *testing.F) {
 		require.NoError(t, err)
 		require.Equal(t, a, again)
 	})
+}
+
+// TestWriteExplainText: the ladder read back from JSON prints exactly as
+// the resolution itself.
+func TestWriteExplainText(t *testing.T) {
+	cat, err := firmware.Catalog()
+	require.NoError(t, err)
+	for _, o := range []knobs.Options{{Platform: "posix"}, {Board: "native_sim"}, {Board: "esp32"}} {
+		r, err := cat.Resolve(o)
+		require.NoError(t, err)
+		r, _ = r.WithAnnouncement(knobs.Announcement{BatchUnicastSize: 512, FragMaxSize: 900, LeaseMs: 2000, LeaseExpireFactor: 4, SocketTimeoutMs: 7}, "d")
+		var want, got, js bytes.Buffer
+		require.NoError(t, knobs.WriteExplain(&want, r))
+		require.NoError(t, knobs.WriteExplainJSON(&js, r))
+		var e knobs.ExplainJSON
+		require.NoError(t, json.Unmarshal(js.Bytes(), &e))
+		require.NoError(t, knobs.WriteExplainText(&got, e))
+		require.Equal(t, want.String(), got.String())
+	}
 }

@@ -1,6 +1,7 @@
 package responder_test
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -9,11 +10,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/firmware/responder"
+	"github.com/picobridge/picobridge/internal/interop"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/zenohpath"
 )
 
 // annHarness prints, per stdin line of fields, picobridge_probe_knobs_encode's
@@ -153,4 +158,33 @@ func TestAnnouncementFromBuild(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, knobs.Announcement{BatchUnicastSize: 65535, FragMaxSize: 300000, Fragmentation: true, LeaseMs: 10000, LeaseExpireFactor: 3,
 		SocketTimeoutMs: 100, NanoROS: true, TxBatch: true, TxFlushMs: 20, SubscriberRingDepth: 8, SubscriberBufferSize: 1024}, a)
+}
+
+// TestResponderAnnouncesKnobs: the real C responder, at init, publishes
+// its build's knobs on its knobs key; a subscriber already on the router
+// gets exactly the from-build bytes.
+func TestResponderAnnouncesKnobs(t *testing.T) {
+	p := pico(t)
+	bin, err := responder.Build(context.Background(), p, t.TempDir())
+	require.NoError(t, err)
+	r := zenohpath.NewRouter(zenohpath.RouterConfig{})
+	t.Cleanup(func() { _ = r.Close() })
+	ln, err := r.Listen(context.Background(), "tcp/127.0.0.1:0")
+	require.NoError(t, err)
+	sess, err := zenohpath.Open(context.Background(), zenohpath.Config{Router: r})
+	require.NoError(t, err)
+	defer sess.Close()
+	got := make(chan zenohpath.Sample, 4)
+	_, err = sess.DeclareSubscriber(bridge.KnobsSubscription, func(s zenohpath.Sample) { got <- s })
+	require.NoError(t, err)
+
+	dev := start(t, bin, "-m", "client", "-e", ln.Endpoint(), "-n", "ann1")
+	dev.WaitLine("ready", 10*time.Second)
+	select {
+	case s := <-got:
+		require.Equal(t, bridge.KnobsKey("ann1"), s.KeyExpr())
+		require.Equal(t, "01030100ffff0000e09304001027000064000000000003000000000000000000", hex.EncodeToString(s.Payload()))
+	case <-time.After(interop.Scale(5 * time.Second)):
+		t.Fatal("no knob announcement from the responder")
+	}
 }
