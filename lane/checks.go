@@ -40,6 +40,7 @@ const (
 	CheckBatchSize     = "batch_size"
 	CheckFragmentation = "fragmentation"
 	CheckProbes        = "probes"
+	CheckAnnouncement  = "announcement"
 	CheckDeviceExit    = "device_exit"
 )
 
@@ -104,12 +105,12 @@ func evaluate(f *facts) []Result {
 		msg := fmt.Sprintf("no device opened a session on tcp/%s within %s", f.endpoint, f.exp.Wait)
 		obs := fmt.Sprintf("%d connections", len(f.sessions))
 		out = append(out, Result{Name: CheckSession, Status: Fail, Summary: msg, Observed: obs})
-		for _, n := range []string{CheckLease, CheckKeepAlive, CheckDeclarations, CheckSends, CheckBatchSize, CheckFragmentation, CheckProbes} {
+		for _, n := range []string{CheckLease, CheckKeepAlive, CheckDeclarations, CheckSends, CheckBatchSize, CheckFragmentation, CheckProbes, CheckAnnouncement} {
 			out = append(out, Result{Name: n, Status: Skip, Summary: "no session"})
 		}
 	} else {
 		out = append(out, f.checkSession(), f.checkLease(), f.checkKeepAlive(), f.checkDeclarations(),
-			f.checkSends(), f.checkBatchSize(), f.checkFragmentation(), f.checkProbes())
+			f.checkSends(), f.checkBatchSize(), f.checkFragmentation(), f.checkProbes(), f.checkAnnouncement())
 		for i := range f.faults {
 			out = append(out, f.checkFault(i))
 		}
@@ -475,5 +476,41 @@ func (f *facts) checkExit() Result {
 	default:
 		res.Summary = "the device exited with status 0"
 	}
+	return res
+}
+
+// checkAnnouncement compares the knobs the device announced (docs/probe.md,
+// "Knob announcement") with the lane's resolution.
+func (f *facts) checkAnnouncement() Result {
+	res := Result{Name: CheckAnnouncement}
+	var s *SessionObs
+	for i := range f.sessions {
+		if f.sessions[i].AnnounceKey != "" {
+			s = &f.sessions[i]
+			break
+		}
+	}
+	switch {
+	case s == nil:
+		res.Status = Skip
+		res.Summary = "the device announced no knobs (no picobridge probe responder, or an older one)"
+		return res
+	case s.Announced == nil:
+		res.Status = Fail
+		res.Summary = "the device's knob announcement on " + s.AnnounceKey + " does not decode: " + s.AnnounceErr
+		return res
+	}
+	_, ds := f.r.WithAnnouncement(*s.Announced, f.exp.Device)
+	res.Observed = "announced on " + s.AnnounceKey
+	if len(ds) > 0 {
+		lines := make([]string, len(ds))
+		for i, d := range ds {
+			lines[i] = d.String()
+		}
+		res.Status = Fail
+		res.Summary = "the device announced other knobs than the lane resolved: " + strings.Join(lines, "; ")
+		return res
+	}
+	res.Summary = "the device announced the knobs the lane resolved"
 	return res
 }

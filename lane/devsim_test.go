@@ -87,6 +87,7 @@ faults:
 	require.Equal(t, "the device proposed batch size 1024 B in INIT, as zenoh.wire.batch_unicast_size 1024 (set by builtin)",
 		result(t, rep, lane.CheckSession).Summary)
 	require.True(t, strings.HasPrefix(result(t, rep, lane.CheckSends).Summary, "within the knob-derived ceiling: one send per 100ms socket window"))
+	require.Equal(t, "the device announced the knobs the lane resolved", result(t, rep, lane.CheckAnnouncement).Summary)
 }
 
 // TestLaneDevsimFailsIdle: an idle devsim device built with other knobs
@@ -134,6 +135,7 @@ faults:
 	}
 	require.Equal(t, lane.Skip, result(t, rep, lane.CheckSends).Status)
 	require.Equal(t, "the device published nothing", result(t, rep, lane.CheckSends).Summary)
+	require.Equal(t, lane.Skip, result(t, rep, lane.CheckAnnouncement).Status)
 	require.Regexp(t, `^longest silence [0-9.]+m?s, ended at \+[0-9.]+m?s \(session 0\); \d+ keep-alives$`, result(t, rep, lane.CheckKeepAlive).Observed)
 	require.True(t, rep.Failed())
 }
@@ -161,6 +163,9 @@ declares:
 	want := map[string]string{
 		lane.CheckSends:         "more sends than the socket window allows: zenoh.link.socket_timeout_ms 500 (set by env NROS_ZENOH_SOCKET_TIMEOUT_MS (lane.yaml knobs.env)) gives one send per 500ms on a platform with capability per_fd_tx_ceiling true (set by platform zephyr (firmware/platforms/zephyr.toml:11)), + 10%",
 		lane.CheckFragmentation: "the device fragmented a message, but zenoh.wire.fragmentation false (set by env NROS_ZENOH_FRAGMENTATION (lane.yaml knobs.env))",
+		lane.CheckAnnouncement: "the device announced other knobs than the lane resolved: " +
+			"zenoh.link.socket_timeout_ms: the device announced 100, the configuration says 500 (set by env NROS_ZENOH_SOCKET_TIMEOUT_MS (lane.yaml knobs.env)); " +
+			"zenoh.wire.fragmentation: the device announced true, the configuration says false (set by env NROS_ZENOH_FRAGMENTATION (lane.yaml knobs.env))",
 	}
 	for name, text := range want {
 		r := result(t, rep, name)

@@ -3,9 +3,12 @@ package lane
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/knobs"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -87,6 +90,12 @@ type SessionObs struct {
 
 	Declared    map[string]map[string]bool // kind → keys (device → router)
 	DecodeError string                     // the first decode error, with its direction
+	// Announced is the device's knob announcement (docs/probe.md), if it
+	// published one on @picobridge/probe/<name>/knobs; AnnounceErr says
+	// why one did not decode.
+	Announced   *knobs.Announcement
+	AnnounceKey string
+	AnnounceErr string
 	// DevTimes are the read times of the device's batches after OPEN (capped).
 	DevTimes []time.Time
 	Close    string // a CLOSE the device sent (reason)
@@ -380,6 +389,17 @@ func (r *Recorder) network(s *SessionObs, d Dir, n wire.NetworkMessage, _ bool) 
 			return
 		}
 		s.declare(KindPublisher, key)
+		if strings.HasPrefix(key, bridge.ProbePrefix) && strings.HasSuffix(key, "/knobs") {
+			if put, ok := m.Body.(*wire.Put); ok {
+				a, err := knobs.DecodeAnnouncement(put.Payload)
+				s.AnnounceKey = key
+				if err != nil {
+					s.AnnounceErr = err.Error()
+				} else {
+					s.Announced = &a
+				}
+			}
+		}
 		s.Pushes[key]++
 		s.PushBytes[key] += m.Len()
 	}
