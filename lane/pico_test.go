@@ -2,12 +2,14 @@ package lane_test
 
 import (
 	"bytes"
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/firmware/responder"
 	"github.com/picobridge/picobridge/internal/picotest"
 	"github.com/picobridge/picobridge/lane"
 )
@@ -105,4 +107,34 @@ duration: 5s
 		require.Equal(t, lane.Fail, f.Status)
 		require.Regexp(t, `^the device sent a 700\d\d B message in 2 fragments, over zenoh.wire.frag_max_size 65535 \(set by platform posix \(firmware/platforms/posix.toml:10\)\): a device built with these knobs drops it$`, f.Summary)
 	})
+}
+
+// TestLanePicoResponder: the C probe responder (firmware/responder/c) on a
+// real zenoh-pico build answers the lane's probes and announces the
+// build's knobs, which match the expectations' knobs. Needs ZENOH_PICO_DIR.
+func TestLanePicoResponder(t *testing.T) {
+	p, err := responder.PicoFromEnv()
+	if err != nil {
+		t.Skipf("SKIP: set %s to a zenoh-pico build (include/, lib/) to build the C responder: %v", responder.DirEnv, err)
+	}
+	bin, err := responder.Build(context.Background(), p, t.TempDir())
+	require.NoError(t, err)
+	e := parse(t, `device: pico-r`+picoKnobs+`
+duration: 5s
+declares:
+  subscribers: ["@picobridge/probe/pico-r/ping"]
+responder: true
+probes: 5
+# zenoh-pico's lease task sends a keep-alive only when nothing went out
+# during a whole period (lease / factor = 3.333 s): after its last pong the
+# responder is silent for up to ~2 periods. This lane found that (4.15 s).
+tolerance: {keepalive: 3400ms}
+`)
+	rep := run(t, e, []string{bin, "-m", "client", "-e", lane.EndpointPlaceholder, "-n", "pico-r"}, nil)
+	var b bytes.Buffer
+	require.NoError(t, lane.WriteSummary(&b, rep))
+	t.Logf("summary:\n%s", b.String())
+	requireAllPass(t, rep)
+	require.Equal(t, "5 of 5 pings on @picobridge/probe/pico-r/ping answered, each within 1s", result(t, rep, lane.CheckProbes).Summary)
+	require.Equal(t, "the device announced the knobs the lane resolved", result(t, rep, lane.CheckAnnouncement).Summary)
 }
