@@ -77,8 +77,10 @@ faults:
 		ReconnectInterval: 200 * time.Millisecond,
 		Subscriptions:     []devsim.Subscription{{Key: "lane/a/cmd"}},
 		Publications: []devsim.Publication{
+			// Well below the ~9 sends/s of a 100 ms window, so that pongs
+			// do not queue behind publications for a send slot.
 			{Key: "lane/a/imu", RateHz: 5, Size: 64},
-			{Key: "lane/a/big", RateHz: 2, Size: 1500},
+			{Key: "lane/a/big", RateHz: 1, Size: 1500},
 		},
 	})
 	for _, r := range rep.Results {
