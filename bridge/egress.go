@@ -227,6 +227,10 @@ type egress struct {
 	// ring budget counts per subscription); nil: every key is its own
 	// subscription.
 	subsOf subsSource
+	// oversizeHint, when set, gives the setting that would fix the first
+	// oversize drop (announce.go); "" for none.
+	oversizeHint func(size int) string
+	oversizeSeen atomic.Bool
 
 	exp struct {
 		mu    sync.Mutex
@@ -318,8 +322,13 @@ func (e *egress) oversize(l Lane, s Sample, crit bool, now time.Time) bool {
 		return false
 	}
 	e.drop(l, DropOversize, 1, crit, now)
-	e.log.once(l, DropOversize, "sample larger than the device can receive",
-		slog.String("key", s.Key), slog.Int("bytes", size), slog.Int("max_bytes", e.shape.MaxMessageBytes))
+	attrs := []slog.Attr{slog.String("key", s.Key), slog.Int("bytes", size), slog.Int("max_bytes", e.shape.MaxMessageBytes)}
+	if e.oversizeHint != nil && e.oversizeSeen.CompareAndSwap(false, true) {
+		if fix := e.oversizeHint(size); fix != "" {
+			attrs = append(attrs, slog.String("fix", fix))
+		}
+	}
+	e.log.once(l, DropOversize, "sample larger than the device can receive", attrs...)
 	return true
 }
 

@@ -570,6 +570,10 @@ type Device struct {
 	probeDue        atomic.Bool
 	probeSkipLogged atomic.Bool
 	detached        atomic.Bool
+	// announced is the profile from the device's knob announcement
+	// (announce.go); nil: its configuration's.
+	announced atomic.Pointer[resolvedProfile]
+	ann       announceState
 }
 
 // subsSnapshot is an immutable copy of a device's subscriptions with a
@@ -616,6 +620,9 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 		}
 	}
 	prof := g.profile[key]
+	if a := d.announced.Load(); a != nil {
+		prof = *a
+	}
 	shape := ShapingOf(prof.capa)
 	stats := g.statsFor(name)
 	dlog := g.log.With(slog.String("device", name), slog.String("zid", d.zid))
@@ -630,6 +637,7 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	d.eg = newEgress(name, shape, g.cfg.Policy, stats, log)
 	d.eg.crit = &critLogger{log: dlog, interval: g.cfg.Policy.CriticalDropLogInterval}
 	d.eg.wakeExpress, d.eg.wakeBatched, d.eg.subsOf = d.expUnit.wake, d.batUnit.wake, d
+	d.eg.oversizeHint = d.oversizeHint
 	d.budget.setInterval(shape.SendInterval())
 	d.probeGate.setInterval(sendInterval(ProbeShare * shape.SendRate))
 	d.eg.budget = &d.budget

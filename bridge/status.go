@@ -57,6 +57,15 @@ type DeviceStatus struct {
 	CriticalDropped map[string]uint64 `json:"critical_dropped"`
 	// CriticalForwarded counts forwarded samples of critical routes, whatever their lane.
 	CriticalForwarded uint64 `json:"critical_forwarded"`
+	// KnobSource is "device" when the profile comes from the device's knob
+	// announcement, "config" otherwise (devices.list or devices.default).
+	KnobSource string `json:"knob_source"`
+	// KnobDisagreements lists the knobs where the announcement overruled
+	// the configuration.
+	KnobDisagreements []string `json:"knob_disagreements,omitempty"`
+	// OversizeFix says, after the first oversize drop of an unlisted device
+	// that announced nothing, which setting would fix it.
+	OversizeFix string `json:"oversize_fix,omitempty"`
 }
 
 // LinkStatus is a device link's byte budget (policy.link).
@@ -101,6 +110,7 @@ func (d *Device) status(now time.Time, transitions bool) DeviceStatus {
 	}
 	eg, cls := d.eg, d.cls
 	d.mu.RUnlock()
+	s.KnobSource, s.KnobDisagreements, s.OversizeFix = d.knobStatus()
 	s.Classifier = cls.Status()
 	if !transitions {
 		s.Classifier.History = nil

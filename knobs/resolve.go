@@ -16,6 +16,10 @@ const (
 	RungPlatform             // a platform profile (inherits chain, child wins per field)
 	RungBoard                // a board profile
 	RungEnv                  // an environment or Kconfig variable
+	// RungDevice is what the device itself announced it was built with
+	// (announce.go, docs/probe.md "Knob announcement"): above every rung the
+	// gateway can only infer.
+	RungDevice
 )
 
 func (r Rung) String() string {
@@ -28,6 +32,8 @@ func (r Rung) String() string {
 		return "board"
 	case RungEnv:
 		return "env"
+	case RungDevice:
+		return "device"
 	}
 	return "invalid"
 }
@@ -59,6 +65,8 @@ func (s Source) String() string {
 			label = "kconfig"
 		}
 		fmt.Fprintf(&b, "%s %s (%s)", label, s.Var, fileLine(s.File, s.Line))
+	case RungDevice:
+		fmt.Fprintf(&b, "device %s (announced)", s.Profile)
 	}
 	if s.Note != "" {
 		b.WriteString(" [" + s.Note + "]")

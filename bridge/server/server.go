@@ -193,6 +193,13 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	if _, err = s.probes.DeclareSubscriber(bridge.KnobsSubscription, func(smp zenohpath.Sample) {
+		if err := s.gw.HandleKnobs(smp.KeyExpr(), smp.Payload()); err != nil {
+			log.Warn("knob announcement refused", "key", smp.KeyExpr(), "err", err)
+		}
+	}); err != nil {
+		return nil, err
+	}
 	s.devs = newDevices(s)
 
 	var shown []string // as configured, with the port a ":0" got
@@ -298,6 +305,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle(bridge.PathMetrics, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc(bridge.PathHealthz, s.gw.HandleHealthz)
 	mux.HandleFunc(bridge.PathDevicez, s.gw.HandleDevicez)
+	mux.HandleFunc(bridge.PathKnobz, s.gw.HandleKnobz)
 	mux.HandleFunc(PathRoutez, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

@@ -88,14 +88,18 @@ func newKnobsListCommand() *cobra.Command {
 
 func newKnobsExplainCommand() *cobra.Command {
 	var f knobsFlags
+	var g gatewayFlags
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "explain --platform P [--board B|FILE] [--env FILE] [--json]",
+		Use:   "explain --platform P [--board B|FILE] [--env FILE] [--json] | --gateway ADDR --device NAME [--json]",
 		Short: "Print every knob of a device with its value, unit and the rung that set it, then warnings",
 		Args:  cobra.NoArgs,
 		// Use already shows the flags.
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.addr != "" || g.device != "" {
+				return explainFromGateway(cmd, g, asJSON)
+			}
 			r, err := f.resolve()
 			if err != nil {
 				return err
@@ -108,6 +112,7 @@ func newKnobsExplainCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	g.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/knobs"
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
 	"github.com/picobridge/picobridge/zenohpath/transport"
@@ -438,6 +439,12 @@ func (d *Device) declare(c *conn) {
 			WireExpr: wire.WireExpr{Scope: k, Mapping: wire.MappingSender},
 		})
 		id++
+	}
+	if !d.cfg.NoProbeResponder {
+		// The responder announces the device's knobs once per session
+		// (docs/probe.md "Knob announcement"), as the C responder does.
+		send(&wire.Push{WireExpr: wire.WireExpr{Suffix: bridge.KnobsKey(d.cfg.Name)},
+			Body: &wire.Put{Payload: knobs.AnnouncementOf(d.resolved).Append(nil)}})
 	}
 }
 

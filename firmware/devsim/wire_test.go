@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/knobs"
 	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
@@ -159,6 +160,12 @@ func TestPicoDeclarations(t *testing.T) {
 	// §12.4: options 0xD3 = K|S|R|M|A on the publisher's own key id.
 	require.Equal(t, 0xd3, int(in.Append(nil)[2]))
 	require.Equal(t, wire.WireExpr{Scope: pubKE.ID, Mapping: wire.MappingSender}, in.WireExpr)
+	// Last, the responder's knob announcement (docs/probe.md).
+	ann := r.next("knob announcement", anyMsg).(*wire.Push)
+	require.Equal(t, bridge.KnobsKey("d1"), ann.WireExpr.Suffix)
+	a, err := knobs.DecodeAnnouncement(ann.Body.(*wire.Put).Payload)
+	require.NoError(t, err)
+	require.Equal(t, knobs.AnnouncementOf(d.Resolved()), a)
 
 	// Write filter closed: attempts are filtered, nothing is pushed.
 	eventually(t, "filtered attempts", func() bool { return d.Stats().Publications["tele/d1"].Filtered >= 5 })
@@ -281,7 +288,7 @@ func TestProbeResponder(t *testing.T) {
 	}).(*wire.Declare).Body.(*wire.DeclareKeyExpr)
 	ping := bridge.Probe{Kind: bridge.ProbePing, Seq: 7, GwSend: 12345}.Append(nil)
 	require.NoError(t, s.Send(pushTo(bridge.PingKey("d3"), ping, nil), transport.SendOptions{Express: true}))
-	p := r.next("pong", func(m wire.NetworkMessage) bool { _, ok := m.(*wire.Push); return ok }).(*wire.Push)
+	p := r.next("pong", func(m wire.NetworkMessage) bool { p, ok := m.(*wire.Push); return ok && p.WireExpr.Scope == pongKE.ID }).(*wire.Push)
 	require.Equal(t, pongKE.ID, p.WireExpr.Scope)
 	require.True(t, p.EffectiveQoS().Express())
 	pong, err := bridge.DecodeProbe(p.Body.(*wire.Put).Payload)

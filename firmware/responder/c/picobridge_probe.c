@@ -10,6 +10,22 @@
 
 #define PICOBRIDGE_PROBE_PING_SUFFIX "/ping"
 #define PICOBRIDGE_PROBE_PONG_SUFFIX "/pong"
+#define PICOBRIDGE_PROBE_KNOBS_SUFFIX "/knobs"
+
+/* nano-ros builtin defaults (knobs.Registry) for the fields a build does
+ * not define. */
+#ifndef NROS_ZENOH_TX_FLUSH_MS
+#define NROS_ZENOH_TX_FLUSH_MS 50
+#endif
+#ifndef NROS_ZENOH_TX_SPLIT_LOCK
+#define NROS_ZENOH_TX_SPLIT_LOCK 0
+#endif
+#ifndef NROS_ZENOH_SUBSCRIBER_RING_DEPTH
+#define NROS_ZENOH_SUBSCRIBER_RING_DEPTH 4
+#endif
+#ifndef NROS_ZENOH_SUBSCRIBER_BUFFER_SIZE
+#define NROS_ZENOH_SUBSCRIBER_BUFFER_SIZE 1024
+#endif
 
 /* The pico clock is rebased into base_us once elapsed_us passes this, so a
  * 32-bit unsigned long (71 minutes of microseconds) never wraps. */
@@ -22,6 +38,63 @@ static void put_le64(uint8_t *b, uint64_t v) {
     for (int i = 0; i < 8; i++) {
         b[i] = (uint8_t)(v >> (8 * i));
     }
+}
+
+static void put_le16(uint8_t *b, uint16_t v) {
+    b[0] = (uint8_t)v;
+    b[1] = (uint8_t)(v >> 8);
+}
+
+static void put_le32(uint8_t *b, uint32_t v) {
+    for (int i = 0; i < 4; i++) {
+        b[i] = (uint8_t)(v >> (8 * i));
+    }
+}
+
+void picobridge_probe_knobs_from_build(picobridge_probe_knobs_t *k) {
+    memset(k, 0, sizeof(*k));
+    k->batch_unicast_size = (uint16_t)Z_BATCH_UNICAST_SIZE;
+    k->frag_max_size = (uint32_t)Z_FRAG_MAX_SIZE;
+    k->fragmentation = Z_FEATURE_FRAGMENTATION == 1;
+    k->lease_ms = (uint32_t)Z_TRANSPORT_LEASE;
+    k->lease_expire_factor = (uint8_t)Z_TRANSPORT_LEASE_EXPIRE_FACTOR;
+    k->socket_timeout_ms = (uint32_t)Z_CONFIG_SOCKET_TIMEOUT;
+#ifdef NROS_ZENOH_TX_BATCH
+    k->nano_ros = true;
+    k->tx_batch = NROS_ZENOH_TX_BATCH != 0;
+    k->tx_split_lock = NROS_ZENOH_TX_SPLIT_LOCK != 0;
+    k->tx_flush_ms = (uint16_t)NROS_ZENOH_TX_FLUSH_MS;
+    k->subscriber_ring_depth = (uint16_t)NROS_ZENOH_SUBSCRIBER_RING_DEPTH;
+    k->subscriber_buffer_size = (uint32_t)NROS_ZENOH_SUBSCRIBER_BUFFER_SIZE;
+#endif
+}
+
+void picobridge_probe_knobs_encode(const picobridge_probe_knobs_t *k, uint8_t out[PICOBRIDGE_PROBE_KNOBS_SIZE]) {
+    memset(out, 0, PICOBRIDGE_PROBE_KNOBS_SIZE);
+    out[0] = PICOBRIDGE_PROBE_VERSION;
+    out[1] = PICOBRIDGE_PROBE_KIND_KNOBS;
+    uint16_t flags = 0;
+    if (k->fragmentation) {
+        flags |= PICOBRIDGE_PROBE_KNOBS_FRAGMENTATION;
+    }
+    if (k->nano_ros) {
+        flags |= PICOBRIDGE_PROBE_KNOBS_NANO_ROS;
+        if (k->tx_batch) {
+            flags |= PICOBRIDGE_PROBE_KNOBS_TX_BATCH;
+        }
+        if (k->tx_split_lock) {
+            flags |= PICOBRIDGE_PROBE_KNOBS_SPLIT_LOCK;
+        }
+        put_le16(out + 6, k->subscriber_ring_depth);
+        put_le16(out + 20, k->tx_flush_ms);
+        put_le32(out + 24, k->subscriber_buffer_size);
+    }
+    put_le16(out + 2, flags);
+    put_le16(out + 4, k->batch_unicast_size);
+    put_le32(out + 8, k->frag_max_size);
+    put_le32(out + 12, k->lease_ms);
+    put_le32(out + 16, k->socket_timeout_ms);
+    out[22] = k->lease_expire_factor;
 }
 
 int picobridge_probe_respond(const uint8_t *ping, size_t len, uint64_t dev_recv, uint64_t dev_send,
@@ -62,6 +135,8 @@ int picobridge_probe_key(char *buf, size_t cap, const char *device, int kind) {
         suffix = PICOBRIDGE_PROBE_PING_SUFFIX;
     } else if (kind == PICOBRIDGE_PROBE_KIND_PONG) {
         suffix = PICOBRIDGE_PROBE_PONG_SUFFIX;
+    } else if (kind == PICOBRIDGE_PROBE_KIND_KNOBS) {
+        suffix = PICOBRIDGE_PROBE_KNOBS_SUFFIX;
     } else {
         return -1;
     }
@@ -191,6 +266,19 @@ z_result_t picobridge_probe_init(picobridge_probe_t *p, const z_loaned_session_t
         return ret;
     }
     p->declared = true;
+
+    /* Announce the build's knobs once (docs/probe.md). */
+    (void)picobridge_probe_key(key, sizeof(key), device, PICOBRIDGE_PROBE_KIND_KNOBS);
+    picobridge_probe_knobs_t knobs;
+    uint8_t ann[PICOBRIDGE_PROBE_KNOBS_SIZE];
+    picobridge_probe_knobs_from_build(&knobs);
+    picobridge_probe_knobs_encode(&knobs, ann);
+    z_owned_bytes_t payload;
+    if (z_view_keyexpr_from_str(&ke, key) != _Z_RES_OK || z_bytes_copy_from_buf(&payload, ann, sizeof(ann)) != _Z_RES_OK) {
+        p->errors++;
+    } else if (z_put(session, z_view_keyexpr_loan(&ke), z_bytes_move(&payload), NULL) != _Z_RES_OK) {
+        p->errors++;
+    }
     return _Z_RES_OK;
 }
 

@@ -43,12 +43,22 @@ extern "C" {
 #define PICOBRIDGE_PROBE_OFF_DEV_RECV 16
 #define PICOBRIDGE_PROBE_OFF_DEV_SEND 24
 
-/* Keys: PICOBRIDGE_PROBE_PREFIX "<device>" "/ping" | "/pong". */
+/* Knob announcement (docs/probe.md "Knob announcement", knobs.Announcement
+ * in Go): 32 bytes, little-endian, published once per session on
+ * PICOBRIDGE_PROBE_PREFIX "<device>/knobs". */
+#define PICOBRIDGE_PROBE_KIND_KNOBS 3
+#define PICOBRIDGE_PROBE_KNOBS_SIZE 32
+#define PICOBRIDGE_PROBE_KNOBS_FRAGMENTATION 0x1u
+#define PICOBRIDGE_PROBE_KNOBS_TX_BATCH 0x2u
+#define PICOBRIDGE_PROBE_KNOBS_SPLIT_LOCK 0x4u
+#define PICOBRIDGE_PROBE_KNOBS_NANO_ROS 0x8u
+
+/* Keys: PICOBRIDGE_PROBE_PREFIX "<device>" "/ping" | "/pong" | "/knobs". */
 #define PICOBRIDGE_PROBE_PREFIX "@picobridge/probe/"
 /* Longest device name; names are [A-Za-z0-9_.-]{1,64}. */
 #define PICOBRIDGE_PROBE_NAME_MAX 64
 /* Buffer size for a probe key, terminating NUL included. */
-#define PICOBRIDGE_PROBE_KEY_MAX (sizeof(PICOBRIDGE_PROBE_PREFIX) - 1 + PICOBRIDGE_PROBE_NAME_MAX + sizeof("/ping"))
+#define PICOBRIDGE_PROBE_KEY_MAX (sizeof(PICOBRIDGE_PROBE_PREFIX) - 1 + PICOBRIDGE_PROBE_NAME_MAX + sizeof("/knobs"))
 
 /* A monotonic device clock in nanoseconds. It is called from the session's
  * read task (or from zp_spin_once on single-threaded builds). */
@@ -60,6 +70,34 @@ typedef struct {
     picobridge_probe_clock_ns_t clock_ns;
     void *clock_ctx;
 } picobridge_probe_options_t;
+
+/* A device's compile-time transport knobs, as announced. The zenoh-pico
+ * fields always; the nano-ros ones (tx_batch, tx_split_lock, tx_flush_ms,
+ * subscriber_ring_depth, subscriber_buffer_size) when nano_ros is set. */
+typedef struct {
+    uint16_t batch_unicast_size;  /* Z_BATCH_UNICAST_SIZE, bytes */
+    uint32_t frag_max_size;       /* Z_FRAG_MAX_SIZE, bytes */
+    bool fragmentation;           /* Z_FEATURE_FRAGMENTATION */
+    uint32_t lease_ms;            /* Z_TRANSPORT_LEASE */
+    uint8_t lease_expire_factor;  /* Z_TRANSPORT_LEASE_EXPIRE_FACTOR */
+    uint32_t socket_timeout_ms;   /* Z_CONFIG_SOCKET_TIMEOUT */
+    bool nano_ros;
+    bool tx_batch;
+    bool tx_split_lock;
+    uint16_t tx_flush_ms;
+    uint16_t subscriber_ring_depth;
+    uint32_t subscriber_buffer_size;
+} picobridge_probe_knobs_t;
+
+/* Fills k from the build: zenoh-pico's config.h, and the nano-ros fields
+ * when NROS_ZENOH_TX_BATCH is defined (with NROS_ZENOH_TX_FLUSH_MS,
+ * NROS_ZENOH_TX_SPLIT_LOCK, NROS_ZENOH_SUBSCRIBER_RING_DEPTH and
+ * NROS_ZENOH_SUBSCRIBER_BUFFER_SIZE, each defaulting to nano-ros's builtin
+ * when not defined). */
+void picobridge_probe_knobs_from_build(picobridge_probe_knobs_t *k);
+
+/* Writes the 32-byte announcement of k into out. */
+void picobridge_probe_knobs_encode(const picobridge_probe_knobs_t *k, uint8_t out[PICOBRIDGE_PROBE_KNOBS_SIZE]);
 
 /* Counters since picobridge_probe_init. */
 typedef struct {
@@ -94,7 +132,9 @@ void picobridge_probe_options_default(picobridge_probe_options_t *opts);
 /* Declares the publisher on the pong key (best effort where the build
  * allows it, express, priority RealTime, congestion control drop) and then
  * the subscriber on the ping key; from then on every ping is answered from
- * the subscriber callback. device must match [A-Za-z0-9_.-]{1,64}; it is
+ * the subscriber callback. Then it announces the build's knobs
+ * (picobridge_probe_knobs_from_build) once with z_put on the knobs key; a
+ * failed announcement counts in errors and does not fail init. device must match [A-Za-z0-9_.-]{1,64}; it is
  * copied. opts may be NULL. Returns 0 or a negative zenoh-pico error
  * (_Z_ERR_INVALID for a bad name); on error nothing stays declared. p must
  * not be declared already (drop it first). */
@@ -124,8 +164,8 @@ int picobridge_probe_respond(const uint8_t *ping, size_t len, uint64_t dev_recv,
 /* Whether name is a valid device name, [A-Za-z0-9_.-]{1,64}. */
 bool picobridge_probe_name_valid(const char *name);
 
-/* Writes PICOBRIDGE_PROBE_PREFIX device "/ping" (kind PING) or "/pong" (kind
- * PONG) into buf; returns its length, or -1 if the name or kind is invalid
+/* Writes PICOBRIDGE_PROBE_PREFIX device "/ping" (kind PING), "/pong" (kind
+ * PONG) or "/knobs" (kind KNOBS) into buf; returns its length, or -1 if the name or kind is invalid
  * or cap is too small. */
 int picobridge_probe_key(char *buf, size_t cap, const char *device, int kind);
 
