@@ -1,6 +1,6 @@
-// Package testpki makes throw-away X.509 certificates for tests at run
-// time (crypto/x509, ECDSA P-256, PKCS#8 PEM keys), so that no private key
-// is ever committed. Nothing here is for production use.
+// Package testpki makes throw-away X.509 certificates for tests and
+// benchmarks at run time (crypto/x509, ECDSA P-256, PKCS#8 PEM keys), so
+// that no private key is ever committed. Nothing here is for production use.
 package testpki
 
 import (
@@ -33,9 +33,25 @@ type CA struct {
 // t.TempDir().
 func NewCA(t testing.TB, cn string) *CA {
 	t.Helper()
-	key := newKey(t)
+	ca, err := NewCAIn(t.TempDir(), cn)
+	if err != nil {
+		t.Fatalf("testpki: %v", err)
+	}
+	return ca
+}
+
+// NewCAIn is NewCA writing into dir, for code that is not a test.
+func NewCAIn(dir, cn string) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := serial()
+	if err != nil {
+		return nil, err
+	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial(t),
+		SerialNumber:          sn,
 		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(24 * time.Hour),
@@ -45,15 +61,17 @@ func NewCA(t testing.TB, cn string) *CA {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatalf("testpki: CA: %v", err)
+		return nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatalf("testpki: CA: %v", err)
+		return nil, err
 	}
-	ca := &CA{Cert: cert, Key: key, dir: t.TempDir()}
-	ca.File = ca.write(t, safe(cn)+"-ca.pem", pemBlock("CERTIFICATE", der))
-	return ca
+	ca := &CA{Cert: cert, Key: key, dir: dir}
+	if ca.File, err = ca.write(safe(cn)+"-ca.pem", pemBlock("CERTIFICATE", der)); err != nil {
+		return nil, err
+	}
+	return ca, nil
 }
 
 // Leaf is an issued certificate and its key, as PEM files.
@@ -66,9 +84,25 @@ type Leaf struct {
 // names: IP literals become IP SANs, "uri:..." URI SANs, the rest DNS names.
 func (ca *CA) Issue(t testing.TB, cn string, sans ...string) Leaf {
 	t.Helper()
-	key := newKey(t)
+	l, err := ca.IssueE(cn, sans...)
+	if err != nil {
+		t.Fatalf("testpki: issue %s: %v", cn, err)
+	}
+	return l
+}
+
+// IssueE is Issue returning its error, for code that is not a test.
+func (ca *CA) IssueE(cn string, sans ...string) (Leaf, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Leaf{}, err
+	}
+	sn, err := serial()
+	if err != nil {
+		return Leaf{}, err
+	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(t),
+		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: cn},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
@@ -81,7 +115,7 @@ func (ca *CA) Issue(t testing.TB, cn string, sans ...string) Leaf {
 		} else if u, ok := strings.CutPrefix(s, "uri:"); ok {
 			pu, err := url.Parse(u)
 			if err != nil {
-				t.Fatalf("testpki: SAN %q: %v", s, err)
+				return Leaf{}, err
 			}
 			tmpl.URIs = append(tmpl.URIs, pu)
 		} else {
@@ -90,44 +124,30 @@ func (ca *CA) Issue(t testing.TB, cn string, sans ...string) Leaf {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
-		t.Fatalf("testpki: issue %s: %v", cn, err)
+		return Leaf{}, err
 	}
 	kder, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		t.Fatalf("testpki: key: %v", err)
+		return Leaf{}, err
 	}
 	n := safe(cn) + "-" + serialString(tmpl.SerialNumber)
-	return Leaf{
-		CertFile: ca.write(t, n+"-cert.pem", pemBlock("CERTIFICATE", der)),
-		KeyFile:  ca.write(t, n+"-key.pem", pemBlock("PRIVATE KEY", kder)),
+	var l Leaf
+	if l.CertFile, err = ca.write(n+"-cert.pem", pemBlock("CERTIFICATE", der)); err != nil {
+		return Leaf{}, err
 	}
+	if l.KeyFile, err = ca.write(n+"-key.pem", pemBlock("PRIVATE KEY", kder)); err != nil {
+		return Leaf{}, err
+	}
+	return l, nil
 }
 
-func (ca *CA) write(t testing.TB, name string, data []byte) string {
-	t.Helper()
+func (ca *CA) write(name string, data []byte) (string, error) {
 	p := filepath.Join(ca.dir, name)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatalf("testpki: %v", err)
-	}
-	return p
+	return p, os.WriteFile(p, data, 0o600)
 }
 
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatalf("testpki: key: %v", err)
-	}
-	return k
-}
-
-func serial(t testing.TB) *big.Int {
-	t.Helper()
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		t.Fatalf("testpki: serial: %v", err)
-	}
-	return n
+func serial() (*big.Int, error) {
+	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 }
 
 func serialString(n *big.Int) string { return n.Text(36) }
