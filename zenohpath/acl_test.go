@@ -32,7 +32,7 @@ func aclRouter(t *testing.T, cfg zenohpath.ACLConfig) (*zenohpath.Router, string
 
 func aclClient(t *testing.T, ep, user string, zid wire.ZID) *zenohpath.Session {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{ep}, ZID: zid, UsrPwd: &transport.UsrPwdConfig{User: user, Password: "pw"}})
 	require.NoError(t, err)

@@ -40,7 +40,7 @@ metrics:
 `)
 	ep := s.Endpoints()[0]
 	open := func(leaf testpki.Leaf, user string) *zenohpath.Session {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		z, err := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{ep},
 			TLS:    &transport.TLSConfig{RootCACertificate: ca.File, EnableMTLS: true, ConnectCertificate: leaf.CertFile, ConnectPrivateKey: leaf.KeyFile},

@@ -51,7 +51,7 @@ func TestRouterTLSUsrPwdACL(t *testing.T) {
 	}
 	ep := <-epCh
 	open := func(pw string) (*zenohpath.Session, error) {
-		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		return zenohpath.Open(c, zenohpath.Config{Connect: []string{ep},
 			TLS:    &transport.TLSConfig{RootCACertificate: ca.File, EnableMTLS: true, ConnectCertificate: dev.CertFile, ConnectPrivateKey: dev.KeyFile},

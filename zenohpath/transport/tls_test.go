@@ -72,7 +72,7 @@ func tlsDial(ep string, cc TLSConfig, h Handler) (*Session, error) {
 	dc := testConfig()
 	dc.WhatAmI = wire.WhatAmIClient
 	dc.TLS = &cc
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return Dial(ctx, ep, dc, h)
 }

@@ -90,7 +90,7 @@ func usrpwdDial(ep string, auth *UsrPwdConfig) (*Session, error) {
 	dc := testConfig()
 	dc.WhatAmI = wire.WhatAmIClient
 	dc.UsrPwd = auth
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return Dial(ctx, ep, dc, newRecorder())
 }
