@@ -38,6 +38,9 @@ type Config struct {
 	Supervisor SupervisorConfig `yaml:"supervisor"`
 	Metrics    MetricsConfig    `yaml:"metrics"`
 	Transport  TransportConfig  `yaml:"transport"`
+	// AccessControl is zenohd's access_control section (docs/security.md);
+	// off unless enabled.
+	AccessControl zenohpath.ACLConfig `yaml:"access_control"`
 
 	// File is the path the configuration was loaded from (DefaultFile for
 	// the embedded default); messages name it.
@@ -250,6 +253,41 @@ type TransportConfig struct {
 	// from fragments or sends, in bytes (transport.Config.MaxMessageSize);
 	// MinMaxMessageSize..MaxMaxMessageSize.
 	MaxMessageSize int `yaml:"max_message_size"`
+	// Link holds the link settings (zenohd transport.link): TLS.
+	Link LinkSettings `yaml:"link"`
+	// Auth holds the authentication settings (zenohd transport.auth): usrpwd.
+	Auth AuthConfig `yaml:"auth"`
+}
+
+// LinkSettings are zenohd's transport.link settings picobridge reads.
+type LinkSettings struct {
+	TLS TLSConfig `yaml:"tls"`
+}
+
+// TLSConfig is zenohd's transport.link.tls (file paths of PEM files;
+// transport.TLSConfig gives the semantics). Used by tls/ endpoints.
+type TLSConfig struct {
+	RootCACertificate   string `yaml:"root_ca_certificate"`
+	ListenCertificate   string `yaml:"listen_certificate"`
+	ListenPrivateKey    string `yaml:"listen_private_key"`
+	EnableMTLS          bool   `yaml:"enable_mtls"`
+	ConnectCertificate  string `yaml:"connect_certificate"`
+	ConnectPrivateKey   string `yaml:"connect_private_key"`
+	VerifyNameOnConnect bool   `yaml:"verify_name_on_connect"` // default true
+}
+
+// AuthConfig is zenohd's transport.auth.
+type AuthConfig struct {
+	UsrPwd UsrPwdConfig `yaml:"usrpwd"`
+}
+
+// UsrPwdConfig is zenohd's transport.auth.usrpwd: user and password
+// presented upstream (both or neither), dictionary_file of the users
+// accepted (one user:password per line; the user names the device).
+type UsrPwdConfig struct {
+	User           string `yaml:"user"`
+	Password       string `yaml:"password"`
+	DictionaryFile string `yaml:"dictionary_file"`
 }
 
 // Bounds of transport.max_message_size: one KiB (below, a ROS message of a
@@ -411,7 +449,7 @@ func (c *Config) Validate() error {
 	checkEndpoints := func(key string, eps []string) {
 		for i, e := range eps {
 			if err := checkEndpoint(e); err != nil {
-				at(fmt.Sprintf("%s[%d]", key, i), "%v (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>, quic/<host>:<port>)", err)
+				at(fmt.Sprintf("%s[%d]", key, i), "%v (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)", err)
 			}
 		}
 	}
@@ -571,6 +609,7 @@ func (c *Config) Validate() error {
 	if m := c.Transport.MaxMessageSize; m < MinMaxMessageSize || m > MaxMaxMessageSize {
 		at("transport.max_message_size", "must be in %d..%d bytes (got %d)", MinMaxMessageSize, MaxMaxMessageSize, m)
 	}
+	c.validateSecurity(at)
 	return ps.err()
 }
 
@@ -617,7 +656,9 @@ func checkEndpoint(e string) error {
 		return fmt.Errorf("want <proto>/<address> (got %q)", e)
 	}
 	switch proto {
-	case "tcp", "udp", "tls", "quic":
+	case "tcp", "udp", "tls":
+	case "quic":
+		return fmt.Errorf("QUIC links are not supported (use tls/<host>:<port> for an encrypted link)")
 	default:
 		return fmt.Errorf("unknown protocol %q", proto)
 	}

@@ -138,7 +138,7 @@ policy:
     rate_hz: -1
 `))
 	require.Error(t, err)
-	require.Equal(t, `pb.yaml:2:12: zenoh.listen[0]: want <host>:<port> after tcp/ (got "0.0.0.0") (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>, quic/<host>:<port>)
+	require.Equal(t, `pb.yaml:2:12: zenoh.listen[0]: want <host>:<port> after tcp/ (got "0.0.0.0") (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)
 pb.yaml:8:12: devices.list[0].zid: want 1..16 bytes in hex (got "xyz")
 pb.yaml:9:13: devices.list[1].name: "a" already names devices.list[0]
 pb.yaml:4:16: classifier.demote_loss: must be a ratio in 0..1 (got 2)
@@ -195,7 +195,7 @@ func TestConfigOverride(t *testing.T) {
 
 	require.NoError(t, c.OverrideFrom("--domain", "dds.domain", "301"))
 	require.NoError(t, c.OverrideFrom("-l", "zenoh.listen", "[tcp/0.0.0.0, udp/0.0.0.0:7447]"))
-	require.EqualError(t, c.Validate(), `-l: zenoh.listen[0]: want <host>:<port> after tcp/ (got "0.0.0.0") (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>, quic/<host>:<port>)
+	require.EqualError(t, c.Validate(), `-l: zenoh.listen[0]: want <host>:<port> after tcp/ (got "0.0.0.0") (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)
 --domain: dds.domain: must be in 0..232 (got 301)`)
 	require.EqualError(t, c.OverrideFrom("-m", "zenoh.mode", "bridge"), `-m: zenoh.mode: unknown value "bridge" (allowed: router, peer, client)`)
 

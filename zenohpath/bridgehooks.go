@@ -102,6 +102,11 @@ func (h Face) ZID() wire.ZID { return h.f.zid }
 // WhatAmI is the peer's role.
 func (h Face) WhatAmI() wire.WhatAmI { return h.f.whatami }
 
+// Identity is what authentication established about the peer: TLS
+// certificate names (mutual TLS), usrpwd user. A device's name in
+// devices.list may be any of Identity().Names().
+func (h Face) Identity() transport.Identity { return h.f.ident }
+
 // Session is the transport session of the face (nil for in-process faces).
 func (h Face) Session() *transport.Session { return h.s }
 

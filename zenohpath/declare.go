@@ -34,6 +34,18 @@ func (k kind) String() string {
 	return "token"
 }
 
+// aclAction is the access control action of declaring an entity of kind k
+// (tokens have none).
+func (k kind) aclAction() (aclAction, bool) {
+	switch k {
+	case kindSub:
+		return aclDeclareSubscriber, true
+	case kindQbl:
+		return aclDeclareQueryable, true
+	}
+	return 0, false
+}
+
 func (k kind) option() wire.InterestOptions {
 	switch k {
 	case kindSub:
@@ -144,6 +156,9 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 		f.refuseDecl(k.String(), id, we, cause)
 		return
 	}
+	if act, ok := k.aclAction(); ok && !r.permit(f, aclIngress, act, key) {
+		return // zenohd's ACL drops a denied declaration: not recorded, not propagated
+	}
 	if old := f.ents[k][id]; old != nil {
 		if old.key == key {
 			if old.complete != complete {
@@ -225,6 +240,9 @@ func (r *Router) removeEntity(e *entity) {
 // (Declare with I), else as a future declaration, at most once per face.
 // Caller holds r.mu.
 func (r *Router) declareTo(g *face, e *entity, iid *uint32) {
+	if act, ok := e.kind.aclAction(); ok && !r.permit(g, aclEgress, act, e.key) {
+		return
+	}
 	d := &wire.Declare{Body: declBody(e.kind, e.gid, e.key, e.complete)}
 	if iid != nil {
 		d.HasInterestID, d.InterestID = true, *iid

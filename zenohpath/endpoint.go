@@ -16,8 +16,9 @@ import (
 var ErrMulticastEndpoint = errors.New("UDP multicast endpoints (the Zenoh multicast transport) are not supported")
 
 // CheckEndpoint validates an endpoint to listen on or connect to:
-// transport.ParseEndpoint's syntax (tcp/HOST:PORT, udp/HOST:PORT), and no
-// UDP multicast group (ErrMulticastEndpoint, with the endpoint and what is
+// transport.ParseEndpoint's syntax (tcp/HOST:PORT, udp/HOST:PORT,
+// tls/HOST:PORT; quic/ gives transport.ErrQUICUnsupported), and no UDP
+// multicast group (ErrMulticastEndpoint, with the endpoint and what is
 // supported in the message).
 func CheckEndpoint(endpoint string) error {
 	e, err := transport.ParseEndpoint(endpoint)

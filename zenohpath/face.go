@@ -86,6 +86,12 @@ type face struct {
 	whatami  wire.WhatAmI
 	upstream bool // we are the client of this face: declare our entities to it
 	log      *slog.Logger
+	// ident is what the transport's authentication established about the
+	// peer (TLS certificate names, usrpwd user); zero for in-process faces.
+	ident transport.Identity
+	// acl is the access control that applies to the face (acl.go); nil:
+	// everything allowed.
+	acl *faceACL
 
 	// congested is set when a BLOCK send timed out (the face is not
 	// draining); until a send succeeds again, BLOCK sends to it are made as
@@ -133,6 +139,7 @@ func newFace(r *Router, l link, zid wire.ZID, w wire.WhatAmI, upstream bool) *fa
 		ready:      make(chan struct{}),
 	}
 	_, f.local = l.(*localLink)
+	f.ident = identityOf(l)
 	for k := range f.ents {
 		f.ents[k] = map[uint32]*entity{}
 		f.sent[k] = map[uint32]bool{}
@@ -262,3 +269,23 @@ func itoa(v uint64) string {
 // wireKey is the WireExpr the router sends: scope 0 and the full key, which
 // every peer accepts (§12.3).
 func wireKey(key string) wire.WireExpr { return wire.WireExpr{Suffix: key} }
+
+// identityOf is the authenticated identity of a face's link (zero for the
+// in-process link).
+func identityOf(l link) transport.Identity {
+	switch l := l.(type) {
+	case sessionLink:
+		return l.s.Identity()
+	case *observedLink:
+		return identityOf(l.inner)
+	}
+	return transport.Identity{}
+}
+
+// authID is the first of id.Names(), or "".
+func authID(id transport.Identity) string {
+	if n := id.Names(); len(n) > 0 {
+		return n[0]
+	}
+	return ""
+}

@@ -22,6 +22,11 @@ import (
 //	                                          the query ended), query_timeout (query ended by
 //	                                          its timeout), too_large (message over the
 //	                                          max message size)
+//	picobridge_acl_denied_total{action,flow,subject}  counter: messages and declarations denied by
+//	                                          access control (acl.go); action is put, delete,
+//	                                          declare_subscriber, declare_queryable, query or reply;
+//	                                          flow ingress or egress; subject the first configured
+//	                                          subject id matching the face, or none
 //	picobridge_router_scouting_hellos_total   counter: HELLOs sent in answer to a SCOUT (scouting.go)
 //	picobridge_router_scouting_dropped_total{reason}  counter: scouting datagrams not answered;
 //	                                          reason is malformed, not_scout, version, not_for_us
@@ -38,6 +43,7 @@ type Metrics struct {
 	routedPush prometheus.Counter
 	hellos     prometheus.Counter
 	scoutDr    *prometheus.CounterVec
+	aclDenied  *prometheus.CounterVec
 }
 
 // Drop reasons (label values of picobridge_router_dropped_total).
@@ -87,6 +93,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: "picobridge", Subsystem: "router", Name: "scouting_dropped_total",
 			Help: "Scouting datagrams not answered, by reason.",
 		}, []string{"reason"}),
+		aclDenied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "picobridge", Name: "acl_denied_total",
+			Help: "Messages and declarations access control denied, by action, flow and the face's first matching subject id (none: no subject matched).",
+		}, []string{"action", "flow", "subject"}),
 	}
 	defer func() {
 		if m != nil {
@@ -119,6 +129,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.scoutDr, err = register(reg, m.scoutDr); err != nil {
+		return nil, err
+	}
+	if m.aclDenied, err = register(reg, m.aclDenied); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -171,5 +184,11 @@ func (m *Metrics) helloSent() {
 func (m *Metrics) scoutDropped(reason string) {
 	if m != nil {
 		m.scoutDr.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) aclDeniedInc(action, flow, subject string) {
+	if m != nil {
+		m.aclDenied.WithLabelValues(action, flow, subject).Inc()
 	}
 }

@@ -69,7 +69,12 @@ func (r *Router) handleRequest(f *face, m *wire.Request) {
 		f.send(&wire.ResponseFinal{ID: m.ID}, controlOptions, "response_final")
 		return
 	}
-	targets := r.queryTargets(key, f, m.Target)
+	if !r.permit(f, aclIngress, aclQuery, key) {
+		r.mu.Unlock()
+		f.send(&wire.ResponseFinal{ID: m.ID}, controlOptions, "response_final")
+		return
+	}
+	targets := r.permitTargets(r.queryTargets(key, f, m.Target), f, aclQuery, key)
 	if len(targets) == 0 {
 		r.mu.Unlock()
 		r.metrics.droppedInc(dropNoRoute)
@@ -158,6 +163,9 @@ func (r *Router) handleResponse(f *face, m *wire.Response) {
 	r.mu.Unlock()
 	if cause != "" {
 		r.metrics.droppedInc(cause)
+		return
+	}
+	if !r.permit(f, aclIngress, aclReply, key) || !r.permit(origin, aclEgress, aclReply, key) {
 		return
 	}
 	out := wire.Response{

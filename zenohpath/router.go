@@ -36,6 +36,9 @@ type RouterConfig struct {
 	// DialAs is the role announced when we connect to an upstream router:
 	// client (the zero value means client) or peer.
 	DialAs wire.WhatAmI
+	// ACL is the access control of the transport faces (NewACL; acl.go);
+	// nil: everything allowed.
+	ACL *ACL
 	// Transport configures every session (lease, batch size, queues...);
 	// ZID and WhatAmI are set by the router. Transport.MaxMessageSize
 	// (0 = transport.DefaultMaxMessageSize, 8 MiB) also bounds what the
@@ -55,6 +58,7 @@ type Router struct {
 	dialWhatAmI  wire.WhatAmI
 	tcfg         transport.Config
 	maxMsg       int             // max encoded network message, bytes (Transport.MessageSizeLimit)
+	acl          *ACL            // nil: no access control
 	ctx          context.Context // cancelled by Close
 	cancel       context.CancelFunc
 
@@ -102,6 +106,7 @@ func NewRouter(cfg RouterConfig) *Router {
 		dialWhatAmI:  cfg.DialAs,
 		tcfg:         cfg.Transport,
 		maxMsg:       cfg.Transport.MessageSizeLimit(),
+		acl:          cfg.ACL,
 		faces:        map[uint64]*face{},
 		ups:          map[uint64]*face{},
 		ints:         newIntIndex(),
@@ -177,6 +182,9 @@ type FaceInfo struct {
 	// DeclarationsSent counts the DECLARE messages (declarations,
 	// undeclarations, DeclareFinal) the router queued to the face.
 	DeclarationsSent int64 `json:"declarations_sent"`
+	// AuthID is the first name authentication gave the peer (usrpwd user,
+	// else TLS certificate CN or SAN; transport.Identity.Names); "" when none.
+	AuthID string `json:"auth_id,omitempty"`
 }
 
 // Faces lists the open faces.
@@ -189,6 +197,7 @@ func (r *Router) Faces() []FaceInfo {
 			ID: f.id, ZID: f.zid.String(), WhatAmI: f.whatami.String(), Upstream: f.upstream,
 			Subscribers: len(f.ents[kindSub]), Queryables: len(f.ents[kindQbl]), Tokens: len(f.ents[kindTok]),
 			Interests: len(f.interests), Pending: len(f.pending), DeclarationsSent: f.declsSent.Load(),
+			AuthID: authID(f.ident),
 		})
 	}
 	return out
@@ -199,6 +208,7 @@ func (r *Router) Faces() []FaceInfo {
 // (upstream.go); f.ready closes when it answered them.
 func (r *Router) addFace(l link, zid wire.ZID, w wire.WhatAmI, upstream bool) (*face, bool) {
 	f := newFace(r, l, zid, w, upstream)
+	f.acl = r.acl.forFace(f)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -332,10 +342,14 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 	}
 	rt := r.subRoutes[key]
 	r.mu.RUnlock()
+	act := pushAction(m)
+	if !r.permit(f, aclIngress, act, key) {
+		return
+	}
 	if rt == nil {
 		rt = r.subTargets(key)
 	}
-	targets := rt.targets(f)
+	targets := r.permitTargets(rt.targets(f), f, act, key)
 	if len(targets) == 0 || len(targets) == 1 && targets[0] == f {
 		r.metrics.droppedInc(dropNoRoute)
 		return

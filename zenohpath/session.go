@@ -53,6 +53,13 @@ type Config struct {
 	// Router, when set, attaches the session in-process to that router
 	// (no transport; Connect and Listen must be empty).
 	Router *Router
+	// TLS configures tls/ endpoints (root CA, mutual TLS client
+	// certificate, name check; transport.TLSConfig); nil: system roots.
+	TLS *transport.TLSConfig
+	// UsrPwd sets the user and password presented to routers that ask for
+	// them (and, in peer mode, the dictionary checked on accepted
+	// sessions); nil: none.
+	UsrPwd *transport.UsrPwdConfig
 }
 
 // Session is a Zenoh session (zenoh-wire.md §15.2): declare publishers,
@@ -101,7 +108,7 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 		return nil, errors.New("zenohpath: a client session needs Config.Connect")
 	}
 	rc := RouterConfig{ZID: cfg.ZID, Logger: cfg.Logger, QueryTimeout: cfg.QueryTimeout,
-		Transport: transport.Config{Lease: cfg.Lease}}
+		Transport: transport.Config{Lease: cfg.Lease, TLS: cfg.TLS, UsrPwd: cfg.UsrPwd}}
 	if cfg.Mode == ModePeer {
 		rc.WhatAmI, rc.DialAs = wire.WhatAmIPeer, wire.WhatAmIPeer
 	}

@@ -50,6 +50,14 @@ func (d *devices) FaceOpened(f zenohpath.Face) {
 			return
 		}
 	}
+	// An authenticated name (usrpwd user, mTLS certificate CN or SAN)
+	// names the device (docs/security.md).
+	for _, n := range f.Identity().Names() {
+		if dc := d.s.cfg.Device(n); dc != nil {
+			d.attach(df, dc.Name)
+			return
+		}
+	}
 	if d.s.opts.AttachAllClients && f.WhatAmI() == wire.WhatAmIClient {
 		d.attach(df, "")
 	}

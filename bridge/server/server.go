@@ -142,6 +142,18 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if rc.Transport.MaxMessageSize == 0 { // transport.max_message_size (Options.Transport wins)
 		rc.Transport.MaxMessageSize = opts.Config.Transport.MaxMessageSize
 	}
+	// TLS, usrpwd and access control (docs/security.md; Options.Transport wins).
+	sec, err := cfg.Security()
+	if err != nil {
+		return nil, err
+	}
+	if rc.Transport.TLS == nil {
+		rc.Transport.TLS = sec.TLS
+	}
+	if rc.Transport.UsrPwd == nil {
+		rc.Transport.UsrPwd = sec.UsrPwd
+	}
+	rc.ACL = sec.ACL
 	switch cfg.Zenoh.Mode {
 	case bridge.ModePeer:
 		rc.WhatAmI, rc.DialAs = wire.WhatAmIPeer, wire.WhatAmIPeer

@@ -50,7 +50,9 @@ connect to its listen endpoints; with -e it also connects, as a client, to
 upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`,
 		Example: `  picobridge router -l tcp/0.0.0.0:7447
   picobridge router -l tcp/0.0.0.0:7447 -l udp/0.0.0.0:7447 -e tcp/10.0.0.1:7447 --id 1234abcd
-  picobridge router --cfg scouting/multicast/enabled:true --cfg scouting/multicast/interface:eth0`,
+  picobridge router --cfg scouting/multicast/enabled:true --cfg scouting/multicast/interface:eth0
+  picobridge router -l tls/0.0.0.0:7447 --cfg transport/link/tls/listen_certificate:cert.pem \
+      --cfg transport/link/tls/listen_private_key:key.pem --cfg transport/auth/usrpwd/dictionary_file:users.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -59,7 +61,7 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVarP(&o.listen, "listen", "l", []string{"tcp/0.0.0.0:7447"}, "endpoint to listen on (repeatable): tcp/HOST:PORT or udp/HOST:PORT")
+	f.StringArrayVarP(&o.listen, "listen", "l", []string{"tcp/0.0.0.0:7447"}, "endpoint to listen on (repeatable): tcp/HOST:PORT, udp/HOST:PORT or tls/HOST:PORT (certificate: --cfg transport/link/tls/...)")
 	f.StringArrayVarP(&o.connect, "connect", "e", nil, "upstream router endpoint to connect to as a client (repeatable)")
 	f.StringVar(&o.id, "id", "", "Zenoh ID in hex as zenohd prints it (1 to 32 hex digits); default random")
 	f.DurationVar(&o.lease, "lease", transport.DefaultLease, "lease announced to peers")
@@ -68,8 +70,8 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 		fmt.Sprintf("largest network message sent or reassembled, bytes (%d to %d; zenohd's transport max message size)", minMaxMessageSize, maxMaxMessageSize))
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics and the JSON status /routerz on this address (e.g. 127.0.0.1:9464); off when empty")
-	f.StringArrayVar(&o.cfg, "cfg", nil, "set a configuration key, zenohd style KEY:VALUE (repeatable); keys: "+strings.Join(scoutingKeyNames(), ", ")+
-		" (multicast scouting answers only on the interfaces named, none by default)")
+	f.StringArrayVar(&o.cfg, "cfg", nil, "set a configuration key, zenohd style KEY:VALUE (repeatable); keys: "+strings.Join(append(scoutingKeyNames(), securityKeyNames()...), ", ")+
+		" (multicast scouting answers only on the interfaces named, none by default; access_control takes a JSON object; docs/security.md)")
 	return cmd
 }
 
@@ -146,7 +148,10 @@ func (o *routerOptions) validate() error {
 			return fmt.Errorf("--connect: %w", err)
 		}
 	}
-	_, err := o.scouting()
+	if _, err := o.scouting(); err != nil {
+		return err
+	}
+	_, err := o.security()
 	return err
 }
 
@@ -194,7 +199,12 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 		return cli.Usage(err)
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
-	cfg := zenohpath.RouterConfig{Logger: log, Transport: transport.Config{Lease: o.lease, BatchSize: o.batch, MaxMessageSize: o.maxMsg}}
+	sec, err := o.security()
+	if err != nil {
+		return cli.Usage(err)
+	}
+	cfg := zenohpath.RouterConfig{Logger: log, ACL: sec.acl,
+		Transport: transport.Config{Lease: o.lease, BatchSize: o.batch, MaxMessageSize: o.maxMsg, TLS: sec.tls, UsrPwd: sec.usrpwd}}
 	if o.id != "" {
 		if cfg.ZID, err = parseZID(o.id); err != nil {
 			return err

@@ -57,9 +57,12 @@ func (o *routerOptions) scouting() (zenohpath.ScoutingConfig, error) {
 			return c, fmt.Errorf("--cfg %q: want KEY:VALUE, e.g. scouting/multicast/interface:eth0", kv)
 		}
 		key := strings.ReplaceAll(strings.TrimSpace(k), ".", "/")
+		if isSecurityKey(key) {
+			continue // security.go
+		}
 		set, ok := scoutingKeys[key]
 		if !ok {
-			return c, fmt.Errorf("--cfg %q: unknown key %q (allowed: %s)", kv, k, strings.Join(scoutingKeyNames(), ", "))
+			return c, fmt.Errorf("--cfg %q: unknown key %q (allowed: %s)", kv, k, strings.Join(append(scoutingKeyNames(), securityKeyNames()...), ", "))
 		}
 		v = strings.TrimSpace(v)
 		if uq, err := strconv.Unquote(v); err == nil {

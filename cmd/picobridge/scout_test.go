@@ -43,7 +43,7 @@ func TestScoutRouterCfgKeys(t *testing.T) {
 		{"scouting/multicast/enabled:yes", `--cfg scouting/multicast/enabled: "yes": want true or false`},
 		{"scouting/multicast/interface:auto", `--cfg scouting/multicast/interface: "auto" is not supported`},
 		{"scouting/multicast/address:10.0.0.1:7446", `--cfg scouting/multicast/address: "10.0.0.1:7446": "10.0.0.1" is not an IPv4 multicast address`},
-		{"scouting/multicast/ttl:2", `--cfg "scouting/multicast/ttl:2": unknown key "scouting/multicast/ttl" (allowed: scouting/multicast/address, scouting/multicast/enabled, scouting/multicast/interface, scouting/unicast/address)`},
+		{"scouting/multicast/ttl:2", `--cfg "scouting/multicast/ttl:2": unknown key "scouting/multicast/ttl" (allowed: scouting/multicast/address, scouting/multicast/enabled, scouting/multicast/interface, scouting/unicast/address, access_control, transport/auth/usrpwd/dictionary_file`},
 		{"transport/link/tx/lease:1000", `unknown key "transport/link/tx/lease"`},
 		{"scouting", `--cfg "scouting": want KEY:VALUE`},
 	} {

@@ -1,7 +1,7 @@
 // Command zbench compares the Go router with the real Rust Zenoh router side by side and
 // prints a Markdown table with the Go/Rust ratio per row. See docs/zbench.md.
 //
-//	zbench [--quick] [--duration 5s] [--sizes 8,1024,65536] [--out FILE.md]
+//	zbench [--quick] [--tls] [--duration 5s] [--sizes 8,1024,65536] [--out FILE.md]
 package main
 
 import (
@@ -26,9 +26,10 @@ func main() {
 	out := flag.String("out", "", "also write the Markdown report to this file")
 	repeat := flag.Int("repeat", 1, "measure each row this many times per router and report the median")
 	only := flag.String("only", "", "comma-separated substrings: run only the scenarios whose name contains one")
+	useTLS := flag.Bool("tls", false, "run every router and client over tls/ links (certificates made at start; the same listen certificate for the Go and the Rust router)")
 	bin := flag.String("picobridge", "", "run the Go router as `BIN router` (a picobridge binary, e.g. an older build) instead of this binary's built-in router")
 	flag.Parse()
-	o := zbench.Options{Duration: *duration, PicoDir: os.Getenv(zbench.PicoEnv), Repeat: *repeat, Log: os.Stderr, Picobridge: *bin}
+	o := zbench.Options{Duration: *duration, PicoDir: os.Getenv(zbench.PicoEnv), Repeat: *repeat, Log: os.Stderr, Picobridge: *bin, TLS: *useTLS}
 	var err error
 	if o.Sizes, err = parseSizes(*sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "zbench:", err)

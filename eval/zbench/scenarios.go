@@ -63,7 +63,7 @@ func (b *bench) goThroughput(ctx context.Context, ep string, size int, w *window
 	open := func() (*zenohpath.Session, error) {
 		octx, cancel := context.WithTimeout(ctx, startTimeout)
 		defer cancel()
-		return zenohpath.Open(octx, zenohpath.Config{Connect: []string{ep}})
+		return zenohpath.Open(octx, zenohpath.Config{Connect: []string{ep}, TLS: b.clientTLS()})
 	}
 	subS, err := open()
 	if err != nil {
@@ -188,7 +188,7 @@ func (b *bench) goLatency(ctx context.Context, ep string, size int, w *window) (
 	open := func() (*zenohpath.Session, error) {
 		octx, cancel := context.WithTimeout(ctx, startTimeout)
 		defer cancel()
-		return zenohpath.Open(octx, zenohpath.Config{Connect: []string{ep}})
+		return zenohpath.Open(octx, zenohpath.Config{Connect: []string{ep}, TLS: b.clientTLS()})
 	}
 	pongS, err := open()
 	if err != nil {

@@ -24,7 +24,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/picobridge/picobridge/internal/testpki"
 	"github.com/picobridge/picobridge/zenohpath"
+	"github.com/picobridge/picobridge/zenohpath/transport"
 )
 
 //go:embed testdata/zbench.py
@@ -40,6 +42,10 @@ const (
 	PicoEnv = "ZENOH_PICO_EXAMPLES"
 	// PythonEnv selects the Python interpreter (default python3), as in internal/interop.
 	PythonEnv = "PICOBRIDGE_PYTHON"
+	// TLSCertEnv and TLSKeyEnv give the Go router child its TLS listen certificate and
+	// key (Options.TLS).
+	TLSCertEnv = "ZBENCH_TLS_CERT"
+	TLSKeyEnv  = "ZBENCH_TLS_KEY"
 )
 
 // RunChildIfRequested runs the Go router child and exits if this process was started as
@@ -48,7 +54,11 @@ func RunChildIfRequested() {
 	if os.Getenv(ChildEnv) != "router" {
 		return
 	}
-	r := zenohpath.NewRouter(zenohpath.RouterConfig{})
+	var rc zenohpath.RouterConfig
+	if c := os.Getenv(TLSCertEnv); c != "" {
+		rc.Transport.TLS = &transport.TLSConfig{ListenCertificate: c, ListenPrivateKey: os.Getenv(TLSKeyEnv)}
+	}
+	r := zenohpath.NewRouter(rc)
 	if _, err := r.Listen(context.Background(), os.Getenv(ListenEnv)); err != nil {
 		fmt.Printf("{\"ev\":\"error\",\"msg\":%q}\n", err.Error())
 		os.Exit(1)
@@ -89,6 +99,13 @@ type Options struct {
 	Log io.Writer
 	// Only, if set, keeps the scenarios whose name contains one of these strings.
 	Only []string
+	// TLS runs every router and client over tls/ links instead of tcp/: a CA and a
+	// certificate for 127.0.0.1 are made at start (internal/testpki), the Go and the
+	// Rust router get the same listen certificate and key (the Go router child through
+	// TLSCertEnv/TLSKeyEnv, `picobridge router` through --cfg transport/link/tls/...,
+	// the Rust router through zbench.py --tls-*), and every client trusts the CA. The
+	// pico rows are skipped (zenoh-pico needs a TLS build).
+	TLS bool
 }
 
 func (o *Options) defaults() {
@@ -170,6 +187,9 @@ type bench struct {
 	dir  string // temp dir with zbench.py
 	rep  *Report
 	rows int // measured rows so far (alternates the router order)
+	// with Options.TLS: the CA and the routers' certificate (tls.go)
+	ca   *testpki.CA
+	cert testpki.Leaf
 }
 
 // measurement is what one side of a row produced: metric -> value, in row order.
@@ -214,6 +234,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	b := &bench{o: o, dir: dir, rep: &Report{Start: time.Now(), Options: o}}
 	b.rep.Env = envLine(strings.TrimSpace(string(ver)))
+	if o.TLS {
+		if err := b.makeCerts(); err != nil {
+			return nil, err
+		}
+		b.rep.Env += ", links tls/ (ECDSA P-256 certificate, no mTLS)"
+	}
 	for _, sc := range b.scenarios() {
 		if err := ctx.Err(); err != nil {
 			return b.rep, err
@@ -263,6 +289,9 @@ func (b *bench) scenarios() []scenario {
 	picoLat := scenario{name: "pico z_ping ↔ z_pong", sizes: o.LatencySizes, run: b.picoLatency}
 	if o.PicoDir == "" {
 		pico.skip = "SKIP: " + PicoEnv + " not set"
+		picoLat.skip = pico.skip
+	} else if o.TLS {
+		pico.skip = "SKIP: --tls (zenoh-pico needs a TLS build, Z_FEATURE_LINK_TLS)"
 		picoLat.skip = pico.skip
 	}
 	return []scenario{
@@ -355,7 +384,7 @@ func oneLine(err error) string {
 
 // measure starts a fresh router of kind k, runs one side of the row and stops it.
 func (b *bench) measure(ctx context.Context, sc scenario, k Kind, size int) (measurement, error) {
-	ep, err := freeEndpoint()
+	ep, err := b.freeEndpoint()
 	if err != nil {
 		return measurement{}, err
 	}
@@ -366,7 +395,7 @@ func (b *bench) measure(ctx context.Context, sc scenario, k Kind, size int) (mea
 			return measurement{}, err
 		}
 		h := strings.TrimPrefix(hport, "tcp/")
-		if r, err = startProc("picobridge router", nil, b.o.Picobridge, "router", "-l", ep, "--metrics", h, "--log-level", "error"); err != nil {
+		if r, err = startProc("picobridge router", nil, append([]string{b.o.Picobridge, "router", "-l", ep, "--metrics", h, "--log-level", "error"}, b.routerTLSFlags()...)...); err != nil {
 			return measurement{}, err
 		}
 		defer r.stop(3 * time.Second)
@@ -377,7 +406,7 @@ func (b *bench) measure(ctx context.Context, sc scenario, k Kind, size int) (mea
 	}
 	if k == GoRouter {
 		argv := b.o.GoRouter
-		r, err = startProc("go router", []string{ChildEnv + "=router", ListenEnv + "=" + ep}, argv...)
+		r, err = startProc("go router", append([]string{ChildEnv + "=router", ListenEnv + "=" + ep}, b.childTLSEnv()...), argv...)
 	} else {
 		r, err = startProc("rust router", nil, b.python("router", "--listen", ep)...)
 	}
@@ -464,7 +493,7 @@ func (w *window) end() {
 }
 
 func (b *bench) python(args ...string) []string {
-	return append([]string{b.o.Python, "-u", filepath.Join(b.dir, "zbench.py")}, args...)
+	return append(append([]string{b.o.Python, "-u", filepath.Join(b.dir, "zbench.py")}, args...), b.pyTLSFlags()...)
 }
 
 // freeEndpoint picks a free loopback TCP port.

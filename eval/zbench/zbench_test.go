@@ -188,3 +188,23 @@ func requireZenohPython(t *testing.T) {
 		t.Skipf("SKIP: %s cannot import zenoh (pip install eclipse-zenoh==1.10.2): %v", python, err)
 	}
 }
+
+// TestTLSOptions: with Options.TLS every endpoint is tls/, both routers get
+// the same certificate and every client the CA.
+func TestTLSOptions(t *testing.T) {
+	b := &bench{o: Options{TLS: true}, dir: t.TempDir()}
+	require.NoError(t, b.makeCerts())
+	ep, err := b.freeEndpoint()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(ep, "tls/127.0.0.1:"), ep)
+	require.Equal(t, b.ca.File, b.clientTLS().RootCACertificate)
+	require.Equal(t, []string{TLSCertEnv + "=" + b.cert.CertFile, TLSKeyEnv + "=" + b.cert.KeyFile}, b.childTLSEnv())
+	require.Contains(t, b.routerTLSFlags(), "transport/link/tls/listen_certificate:"+b.cert.CertFile)
+	require.Contains(t, b.pyTLSFlags(), b.cert.KeyFile)
+	plain := &bench{}
+	ep, err = plain.freeEndpoint()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(ep, "tcp/"), ep)
+	require.Nil(t, plain.clientTLS())
+	require.Nil(t, plain.pyTLSFlags())
+}

@@ -180,7 +180,7 @@ func procName(args []string) string {
 		a := args[i]
 		if strings.HasPrefix(a, "--") {
 			switch a {
-			case "--mode", "--connect", "--listen", "--linger", "--log":
+			case "--mode", "--connect", "--listen", "--linger", "--log", "--cfg":
 				i++ // skip the flag's value
 			}
 			continue

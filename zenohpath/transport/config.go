@@ -148,6 +148,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics is optional (nil = none); see NewMetrics.
 	Metrics *Metrics
+	// TLS configures tls/ endpoints (tls.go); an endpoint's #config keys
+	// override it. nil: a tls/ Listen fails (no certificate), a tls/ Dial
+	// trusts the system roots only.
+	TLS *TLSConfig
+	// UsrPwd configures user/password authentication (usrpwd.go); nil = off.
+	UsrPwd *UsrPwdConfig
 }
 
 func (c Config) withDefaults() Config {

@@ -48,6 +48,10 @@ const (
 	ReasonHandshake
 	// ReasonRejected: the Listener's accept function returned nil.
 	ReasonRejected
+	// ReasonAuth: usrpwd authentication failed in INIT/OPEN (no
+	// credentials offered or asked for, unknown user, wrong password); the
+	// peer gets CLOSE(GENERIC), as zenohd sends (zenoh-mesh-auth.md §3.4).
+	ReasonAuth
 )
 
 var reasonNames = map[CloseReason]string{
@@ -67,6 +71,7 @@ var reasonNames = map[CloseReason]string{
 	ReasonWriteTimeout:     "write_timeout",
 	ReasonHandshake:        "handshake",
 	ReasonRejected:         "rejected",
+	ReasonAuth:             "auth",
 }
 
 // String is a short snake_case name, also used as the metrics label value

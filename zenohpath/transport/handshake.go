@@ -22,6 +22,7 @@ type params struct {
 	peerLease     time.Duration
 	peerInitialSN uint64
 	ourInitialSN  uint64
+	ident         Identity // what authentication established (tls.go, usrpwd.go)
 }
 
 func (p params) snMask() uint64 { return wire.SNMask(p.resolution) }
@@ -218,6 +219,16 @@ func acceptHandshake(l link, cfg *Config, key *cookieKey, deadline time.Time) (p
 	if p.batchSize < MinBatchSize {
 		return params{}, h.fail("InitSyn", ReasonInvalid, fmt.Errorf("batch size %d below %d", p.batchSize, MinBatchSize))
 	}
+	auth := cfg.UsrPwd.acceptor()
+	if auth {
+		// zenohd: an acceptor with usrpwd requires the opener's offer.
+		if _, ok, err := findAuthSub(syn.Exts, wire.ExtAuthUsrPwd); err != nil || !ok {
+			if err == nil {
+				err = errors.New("usrpwd required: the InitSyn offers no credentials")
+			}
+			return params{}, h.fail("InitSyn", ReasonAuth, err)
+		}
+	}
 	ack := wire.InitAck{
 		Version:    wire.ProtoVersion,
 		WhatAmI:    cfg.WhatAmI,
@@ -227,6 +238,9 @@ func acceptHandshake(l link, cfg *Config, key *cookieKey, deadline time.Time) (p
 		BatchSize:  p.batchSize,
 		Cookie:     key.make(&p),
 		Patch:      p.patch,
+	}
+	if auth {
+		ack.Exts = []wire.Ext{authExt(wire.Ext{Header: wire.ExtAuthUsrPwdNonce, Value: cookieNonce(ack.Cookie)})}
 	}
 	if err := h.write(&ack); err != nil {
 		return params{}, &HandshakeError{Step: "InitAck", Reason: ReasonLinkError, Err: err}
@@ -244,6 +258,20 @@ func acceptHandshake(l link, cfg *Config, key *cookieKey, deadline time.Time) (p
 		return params{}, h.fail("OpenSyn", ReasonInvalid, errBadCookie)
 	}
 	p.resolution, p.batchSize, p.patch, p.peerWhatAmI = cp.resolution, cp.batchSize, cp.patch, cp.peerWhatAmI
+	var ackExts []wire.Ext
+	if auth {
+		e, ok, err := findAuthSub(os.Exts, wire.ExtAuthUsrPwdOpen)
+		if err == nil && !ok {
+			err = errors.New("usrpwd required: the OpenSyn carries no user and HMAC")
+		}
+		if err == nil {
+			p.ident.User, err = checkUsrPwd(cfg.UsrPwd.Dictionary, cookieNonce(os.Cookie), e.Body)
+		}
+		if err != nil {
+			return params{}, h.fail("OpenSyn", ReasonAuth, err)
+		}
+		ackExts = []wire.Ext{authExt(wire.Ext{Header: wire.ExtAuthUsrPwd})}
+	}
 	mask := p.snMask()
 	if os.InitialSN&^mask != 0 {
 		return params{}, h.fail("OpenSyn", ReasonInvalid, fmt.Errorf("initial SN %#x outside mask %#x", os.InitialSN, mask))
@@ -251,7 +279,7 @@ func acceptHandshake(l link, cfg *Config, key *cookieKey, deadline time.Time) (p
 	p.peerLease = os.Lease
 	p.peerInitialSN = os.InitialSN
 	p.ourInitialSN = randomSN(mask)
-	if err := h.write(&wire.OpenAck{Lease: cfg.Lease, InitialSN: p.ourInitialSN}); err != nil {
+	if err := h.write(&wire.OpenAck{Lease: cfg.Lease, InitialSN: p.ourInitialSN, Exts: ackExts}); err != nil {
 		return params{}, &HandshakeError{Step: "OpenAck", Reason: ReasonLinkError, Err: err}
 	}
 	return p, nil
@@ -271,6 +299,10 @@ func openHandshake(l link, cfg *Config, deadline time.Time) (params, error) {
 		Resolution: cfg.Resolution,
 		BatchSize:  batch,
 		Patch:      ourPatch(cfg),
+	}
+	auth := cfg.UsrPwd.opener()
+	if auth {
+		syn.Exts = []wire.Ext{authExt(wire.Ext{Header: wire.ExtAuthUsrPwd})}
 	}
 	if err := h.write(&syn); err != nil {
 		return params{}, &HandshakeError{Step: "InitSyn", Reason: ReasonLinkError, Err: err}
@@ -300,9 +332,22 @@ func openHandshake(l link, cfg *Config, deadline time.Time) (params, error) {
 		batchSize:   ack.BatchSize,
 		patch:       min(ack.Patch, ourPatch(cfg)),
 	}
+	var synExts []wire.Ext
+	if auth {
+		// Rust: an opener with credentials requires the acceptor's nonce.
+		e, ok, err := findAuthSub(ack.Exts, wire.ExtAuthUsrPwdNonce)
+		if err == nil && !ok {
+			err = errors.New("usrpwd: the peer does not ask for credentials (no nonce in InitAck)")
+		}
+		if err != nil {
+			return params{}, h.fail("InitAck", ReasonAuth, err)
+		}
+		body := appendUsrPwdOpen(nil, cfg.UsrPwd.User, usrpwdMAC(e.Value, cfg.UsrPwd.Password))
+		synExts = []wire.Ext{authExt(wire.Ext{Header: wire.ExtAuthUsrPwdOpen, Body: body})}
+	}
 	p.ourInitialSN = randomSN(p.snMask())
 	cookie := append([]byte(nil), ack.Cookie...)
-	if err := h.write(&wire.OpenSyn{Lease: cfg.Lease, InitialSN: p.ourInitialSN, Cookie: cookie}); err != nil {
+	if err := h.write(&wire.OpenSyn{Lease: cfg.Lease, InitialSN: p.ourInitialSN, Cookie: cookie, Exts: synExts}); err != nil {
 		return params{}, &HandshakeError{Step: "OpenSyn", Reason: ReasonLinkError, Err: err}
 	}
 	t, err = h.read("OpenAck")
@@ -315,6 +360,14 @@ func openHandshake(l link, cfg *Config, deadline time.Time) (params, error) {
 	}
 	if oa.InitialSN&^p.snMask() != 0 {
 		return params{}, h.fail("OpenAck", ReasonInvalid, fmt.Errorf("initial SN %#x outside mask", oa.InitialSN))
+	}
+	if auth {
+		if _, ok, err := findAuthSub(oa.Exts, wire.ExtAuthUsrPwd); err != nil || !ok {
+			if err == nil {
+				err = errors.New("usrpwd: the OpenAck does not confirm authentication")
+			}
+			return params{}, h.fail("OpenAck", ReasonAuth, err)
+		}
 	}
 	p.peerLease = oa.Lease
 	p.peerInitialSN = oa.InitialSN

@@ -299,18 +299,24 @@ func TestListenContextCancel(t *testing.T) {
 
 func TestParseEndpoint(t *testing.T) {
 	for in, want := range map[string]Endpoint{
-		"tcp/127.0.0.1:7447":         {"tcp", "127.0.0.1:7447"},
-		"udp/[::1]:7447":             {"udp", "[::1]:7447"},
-		"tcp/localhost:7447#iface=x": {"tcp", "localhost:7447"},
+		"tcp/127.0.0.1:7447":         {Proto: "tcp", Addr: "127.0.0.1:7447"},
+		"udp/[::1]:7447":             {Proto: "udp", Addr: "[::1]:7447"},
+		"tcp/localhost:7447#iface=x": {Proto: "tcp", Addr: "localhost:7447", Params: map[string]string{"iface": "x"}},
+		"tls/localhost:7447#root_ca_certificate_file=/ca.pem;enable_mtls=true": {Proto: "tls", Addr: "localhost:7447",
+			Params: map[string]string{"root_ca_certificate_file": "/ca.pem", "enable_mtls": "true"}},
+		"tls/[::1]:7447?x=1": {Proto: "tls", Addr: "[::1]:7447"},
 	} {
 		got, err := ParseEndpoint(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got)
 	}
-	for _, bad := range []string{"", "tcp", "tls/1.2.3.4:5", "tcp/1.2.3.4", "127.0.0.1:7447"} {
+	for _, bad := range []string{"", "tcp", "ws/1.2.3.4:5", "tcp/1.2.3.4", "127.0.0.1:7447", "tls/host"} {
 		_, err := ParseEndpoint(bad)
 		require.Error(t, err, bad)
 	}
+	_, err := ParseEndpoint("quic/127.0.0.1:7447")
+	require.ErrorIs(t, err, ErrQUICUnsupported)
+	require.ErrorContains(t, err, "use tls/")
 }
 
 func TestSEchoWithDefaults(t *testing.T) {

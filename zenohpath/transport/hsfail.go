@@ -39,6 +39,7 @@ const (
 	hsEOF      = "eof"       // the peer closed the connection
 	hsTooLarge = "too_large" // a batch over maxHandshakeBatch
 	hsRefused  = "refused"   // MaxHandshakes links were already in handshake
+	hsTLS      = "tls"       // the TLS handshake failed (bad or missing client certificate, ...)
 )
 
 // handshakeFailReason names why a handshake failed: hsTimeout, hsEOF,
@@ -48,6 +49,8 @@ func handshakeFailReason(err error) string {
 	switch {
 	case isTimeout(err):
 		return hsTimeout
+	case errors.Is(err, errTLSHandshake):
+		return hsTLS
 	case errors.Is(err, errBatchTooLarge):
 		return hsTooLarge
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), errors.Is(err, errLinkClosed):

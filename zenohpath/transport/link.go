@@ -242,7 +242,7 @@ type tcpLink struct {
 }
 
 func newStreamLink(c net.Conn) *tcpLink {
-	if tc, ok := c.(*net.TCPConn); ok {
+	if tc, ok := netConnOf(c).(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
 	return &tcpLink{c: c, sr: newStreamReader(c)}

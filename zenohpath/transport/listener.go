@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,8 +21,9 @@ type Listener struct {
 	accept func(*Session) Handler
 	key    cookieKey
 
-	tcp net.Listener
-	udp *net.UDPConn
+	tcp     net.Listener
+	udp     *net.UDPConn
+	tlsConf *tls.Config // tls/ endpoints: the server configuration
 
 	wg       sync.WaitGroup // accept/read loop + handshakes
 	mu       sync.Mutex
@@ -55,8 +57,21 @@ func Listen(ctx context.Context, endpoint string, cfg Config, accept func(*Sessi
 		links: map[link]struct{}{}, sessions: map[*Session]struct{}{}, peers: map[netip.AddrPort]*udpPeerLink{},
 	}
 	ln.hsFail = newHSFailures(ln.cfg.Logger, ln.cfg.Metrics)
+	if err := ln.cfg.UsrPwd.Validate(); err != nil {
+		return nil, fmt.Errorf("transport: listen %s: %w", endpoint, err)
+	}
 	var lc net.ListenConfig
 	switch ep.Proto {
+	case "tls":
+		// Fail closed: no listener without a readable certificate and key.
+		tc, err := ln.cfg.TLS.withParams(ep.Params)
+		if err == nil {
+			ln.tlsConf, err = tc.ServerConfig()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("transport: listen %s: %w", endpoint, err)
+		}
+		fallthrough
 	case "tcp":
 		ln.tcp, err = lc.Listen(ctx, "tcp", ep.Addr)
 		if err != nil {
@@ -169,6 +184,9 @@ func (ln *Listener) acceptTCP() {
 			continue
 		}
 		delay = 0
+		if ln.tlsConf != nil {
+			c = tls.Server(c, ln.tlsConf) // handshake on the link's own goroutine (run)
+		}
 		if !ln.serve(newStreamLink(c)) {
 			// Closed, or refused: no goroutine, no buffer for it.
 			_ = c.Close()
@@ -198,9 +216,24 @@ func (ln *Listener) serve(l link) bool {
 func (ln *Listener) run(l link) {
 	defer ln.wg.Done()
 	cfg := &ln.cfg
+	deadline := time.Now().Add(cfg.OpenTimeout)
 	limitRead(l, maxHandshakeBatch)
-	p, err := acceptHandshake(l, cfg, &ln.key, time.Now().Add(cfg.OpenTimeout))
+	var err error
+	var tc *tls.Conn
+	if sl, ok := l.(*tcpLink); ok {
+		if tc, ok = sl.c.(*tls.Conn); ok {
+			err = serverHandshake(tc, deadline)
+		}
+	}
+	var p params
+	if err == nil {
+		p, err = acceptHandshake(l, cfg, &ln.key, deadline)
+	}
 	limitRead(l, 0)
+	p.ident.LinkProtocol = ln.ep.Proto
+	if tc != nil && err == nil {
+		certIdentity(&p.ident, tc.ConnectionState())
+	}
 	ln.mu.Lock()
 	delete(ln.links, l)
 	closed := ln.closed
@@ -338,6 +371,20 @@ func Dial(ctx context.Context, endpoint string, cfg Config, h Handler) (*Session
 		return nil, errors.New("transport: nil Handler")
 	}
 	cfg = cfg.withDefaults()
+	if err := cfg.UsrPwd.Validate(); err != nil {
+		return nil, fmt.Errorf("transport: dial %s: %w", endpoint, err)
+	}
+	var tlsConf *tls.Config
+	if ep.Proto == "tls" {
+		host, _, _ := net.SplitHostPort(ep.Addr)
+		tcfg, err := cfg.TLS.withParams(ep.Params)
+		if err == nil {
+			tlsConf, err = tcfg.ClientConfig(host)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("transport: dial %s: %w", endpoint, err)
+		}
+	}
 	deadline := time.Now().Add(cfg.OpenTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -345,12 +392,27 @@ func Dial(ctx context.Context, endpoint string, cfg Config, h Handler) (*Session
 	var d net.Dialer
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	c, err := d.DialContext(dctx, ep.Proto, ep.Addr)
+	netw := ep.Proto
+	if netw == "tls" {
+		netw = "tcp"
+	}
+	c, err := d.DialContext(dctx, netw, ep.Addr)
 	if err != nil {
 		return nil, err
 	}
+	var ident Identity
+	ident.LinkProtocol = ep.Proto
+	if tlsConf != nil {
+		tc, err := dialTLS(dctx, c, tlsConf)
+		if err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("transport: dial %s: %w", endpoint, err)
+		}
+		certIdentity(&ident, tc.ConnectionState())
+		c = tc
+	}
 	var l link
-	if ep.Proto == "tcp" {
+	if ep.Proto != "udp" {
 		l = newStreamLink(c)
 	} else {
 		l = newUDPConnLink(c.(*net.UDPConn))
@@ -368,6 +430,7 @@ func Dial(ctx context.Context, endpoint string, cfg Config, h Handler) (*Session
 		_ = l.close()
 		return nil, err
 	}
+	p.ident = ident
 	s := newSession(&cfg, l, p, h)
 	s.start()
 	go s.readLoop()

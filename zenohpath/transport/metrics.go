@@ -31,7 +31,7 @@ type Metrics struct {
 //	picobridge_transport_sessions            open sessions
 //	picobridge_transport_closed_total{reason}   sessions closed, by CloseReason
 //	picobridge_transport_handshake_failures_total{reason}  accepted links whose INIT/OPEN failed, by reason
-//	    (timeout, eof, too_large, refused, invalid, decode_error, remote_close, connection_to_self, link_error, handshake)
+//	    (timeout, eof, too_large, refused, tls, auth, invalid, decode_error, remote_close, connection_to_self, link_error, handshake)
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	const ns, sub = "picobridge", "transport"
 	m := &Metrics{

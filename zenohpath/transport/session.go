@@ -147,7 +147,7 @@ func newSession(cfg *Config, l link, p params, h Handler) *Session {
 	s.log = newSessionLogger(cfg.Logger, s) // session, zid, remote added when a record is logged
 	s.tx.init(s)
 	if tl, ok := l.(*tcpLink); ok && cfg.TCPNotSentLowat > 0 {
-		if err := setNotSentLowat(tl.c, cfg.TCPNotSentLowat); err != nil {
+		if err := setNotSentLowat(netConnOf(tl.c), cfg.TCPNotSentLowat); err != nil {
 			s.log.Debug("transport: TCP_NOTSENT_LOWAT not set", "err", err)
 		}
 	}

@@ -13,6 +13,6 @@ func (s *Session) TCPConn() (c *net.TCPConn, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	c, ok = l.c.(*net.TCPConn)
+	c, ok = netConnOf(l.c).(*net.TCPConn)
 	return c, ok
 }

@@ -305,3 +305,26 @@ func FuzzParseScouting(f *testing.F) {
 		checkRoundTrip(t, b, n, m, parse)
 	})
 }
+
+// FuzzParseExtChain: a nested extension chain (the INIT/OPEN Auth body)
+// never panics, and what decodes re-encodes to the same bytes when every
+// VLE was minimal.
+func FuzzParseExtChain(f *testing.F) {
+	f.Add([]byte{0x02})
+	f.Add([]byte{0x82, 0x22, 0x05, 0x42, 0x01, 0x00})
+	f.Add([]byte{0x62})
+	f.Add([]byte{0x80})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		exts, err := wire.ParseExtChain(b)
+		if err != nil {
+			return
+		}
+		if len(b) == 0 != (len(exts) == 0) {
+			t.Fatalf("%d extensions from %d bytes", len(exts), len(b))
+		}
+		again, err := wire.ParseExtChain(wire.AppendExtChain(nil, exts))
+		if err != nil || len(again) != len(exts) {
+			t.Fatalf("re-encoded chain: %v, %d extensions of %d", err, len(again), len(exts))
+		}
+	})
+}

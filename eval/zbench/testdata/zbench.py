@@ -47,6 +47,12 @@ def config(args, mode):
     conf.insert_json5("transport/shared_memory/enabled", "false")
     if getattr(args, "max_sessions", None):
         conf.insert_json5("transport/unicast/max_sessions", json.dumps(args.max_sessions))
+    # tls/ runs (zbench --tls): the router presents the certificate, clients trust the CA.
+    if getattr(args, "tls_ca", None):
+        conf.insert_json5("transport/link/tls/root_ca_certificate", json.dumps(args.tls_ca))
+    if mode == "router" and getattr(args, "tls_cert", None):
+        conf.insert_json5("transport/link/tls/listen_certificate", json.dumps(args.tls_cert))
+        conf.insert_json5("transport/link/tls/listen_private_key", json.dumps(args.tls_key))
     return conf
 
 
@@ -170,6 +176,9 @@ def main():
     ap.add_argument("--warmup", type=float, default=0.5)
     ap.add_argument("--duration", type=float, default=5.0)
     ap.add_argument("--max-sessions", type=int, default=0)
+    ap.add_argument("--tls-ca", metavar="PEM", help="trust this CA on tls/ links")
+    ap.add_argument("--tls-cert", metavar="PEM", help="router: tls/ listen certificate")
+    ap.add_argument("--tls-key", metavar="PEM", help="router: tls/ listen private key")
     args = ap.parse_args()
     stop = stdin_eof()
     mode = "router" if args.role == "router" else "client"

@@ -162,6 +162,11 @@ def make_config(args, mode):
     conf.insert_json5("listen/endpoints", json.dumps(args.listen or []))
     conf.insert_json5("scouting/multicast/enabled", "false")
     conf.insert_json5("scouting/gossip/enabled", "false")
+    for kv in getattr(args, "cfg", None) or []:
+        key, sep, value = kv.partition("=")
+        if not sep:
+            raise ValueError("--cfg %r: want KEY=JSON5" % kv)
+        conf.insert_json5(key, value)
     return conf
 
 
@@ -537,6 +542,8 @@ def build_parser():
         p.add_argument("--stdin", action="store_true", default=d(False))
         p.add_argument("--linger", type=float, default=d(0.0), metavar="S")
         p.add_argument("--log", default=d(None), metavar="LEVEL")
+        p.add_argument("--cfg", action="append", default=d([]), metavar="KEY=JSON5",
+                       help="extra config, e.g. transport/link/tls/root_ca_certificate=\"ca.pem\"")
 
     top = argparse.ArgumentParser(prog="zpeer.py", description=__doc__.split("\n\n")[0])
     common(top, True)
