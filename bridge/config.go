@@ -38,6 +38,7 @@ type Config struct {
 	Supervisor SupervisorConfig `yaml:"supervisor"`
 	Metrics    MetricsConfig    `yaml:"metrics"`
 	Transport  TransportConfig  `yaml:"transport"`
+	Services   ServicesConfig   `yaml:"services"`
 
 	// File is the path the configuration was loaded from (DefaultFile for
 	// the embedded default); messages name it.
@@ -571,6 +572,7 @@ func (c *Config) Validate() error {
 	if m := c.Transport.MaxMessageSize; m < MinMaxMessageSize || m > MaxMaxMessageSize {
 		at("transport.max_message_size", "must be in %d..%d bytes (got %d)", MinMaxMessageSize, MaxMaxMessageSize, m)
 	}
+	c.validateServices(at)
 	return ps.err()
 }
 
