@@ -23,6 +23,8 @@ type ddsBridge struct {
 	events chan ddspath.Endpoint
 	wg     sync.WaitGroup
 
+	svc *services
+
 	mu  sync.Mutex
 	out map[string]*outRoute // by DDS topic
 	in  map[string]*inRoute  // by DDS topic
@@ -55,7 +57,12 @@ func startDDS(ctx context.Context, s *Server, cfg ddspath.Config) (*ddsBridge, e
 	}
 	b := &ddsBridge{s: s, p: p, events: make(chan ddspath.Endpoint, 1024),
 		out: map[string]*outRoute{}, in: map[string]*inRoute{}}
-	b.wg.Add(3)
+	b.svc = newServices(b, ctx.Done())
+	b.wg.Add(4)
+	go func() {
+		defer b.wg.Done()
+		b.svc.run(ctx.Done())
+	}()
 	go func() {
 		defer b.wg.Done()
 		b.pollLossLoop(ctx)
@@ -94,8 +101,10 @@ func (b *ddsBridge) close() {
 	for _, sub := range subs {
 		_ = sub.Undeclare()
 	}
+	b.svc.close()   // pending Zenoh queries get an error reply
 	_ = b.p.Close() // ends WatchEndpoints and every reader's channel
 	b.wg.Wait()
+	b.svc.wait()
 }
 
 // allowed is the route table's decision for a discovered topic.
@@ -109,8 +118,12 @@ func (b *ddsBridge) allowed(topic string) bool {
 
 func (b *ddsBridge) handle(e ddspath.Endpoint) {
 	topic, kind, err := ros2.ParseDDSTopic(e.Topic)
-	if err != nil || kind != ros2.KindTopic {
-		return // not a ROS topic (services and actions are not bridged)
+	if err != nil {
+		return // not a ROS topic
+	}
+	if kind != ros2.KindTopic {
+		b.svc.handle(e, topic, kind) // services.go
+		return
 	}
 	rosType, err := ros2.TypeFromDDS(e.TypeName)
 	if err != nil {
