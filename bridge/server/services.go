@@ -96,7 +96,7 @@ func newSvcMetrics(reg prometheus.Registerer) *svcMetrics {
 			Help: "Bridged services answering now, by direction.",
 		}, []string{"direction"}),
 	}
-	for _, d := range []string{dirToZenoh, dirToDDS} {
+	for _, d := range []string{dirToDDS, dirToZenoh} {
 		m.calls.WithLabelValues(d, callOK)
 		m.routes.WithLabelValues(d)
 	}
@@ -452,7 +452,7 @@ func (r *svcServer) reconcile() {
 	}
 	r.qbl = qbl
 	r.mu.Unlock()
-	r.sv.m.routes.WithLabelValues(dirToZenoh).Inc()
+	r.sv.m.routes.WithLabelValues(dirToDDS).Inc()
 	vendor := "cyclone"
 	if fast {
 		vendor = "fastdds (one call at a time)"
@@ -538,7 +538,7 @@ func (r *svcServer) teardown(why string) {
 	r.mu.Unlock()
 	if qbl != nil {
 		_ = qbl.Undeclare()
-		r.sv.m.routes.WithLabelValues(dirToZenoh).Dec()
+		r.sv.m.routes.WithLabelValues(dirToDDS).Dec()
 		r.sv.log.Info("service queryable removed", "service", r.name, "key", r.key, "why", why)
 	}
 	for _, c := range calls {
@@ -556,14 +556,14 @@ func (r *svcServer) teardown(why string) {
 func (r *svcServer) fail(c *svcCall, result, msg string) {
 	_ = c.q.ReplyErr([]byte(msg), nil)
 	c.q.Finish()
-	r.sv.m.calls.WithLabelValues(dirToZenoh, result).Inc()
+	r.sv.m.calls.WithLabelValues(dirToDDS, result).Inc()
 }
 
 // refuse answers a query that was not detached.
 func (r *svcServer) refuse(q *zenohpath.Query, result, msg string) {
 	_ = q.ReplyErr([]byte("picobridge: service "+r.name+": "+msg), nil)
 	r.calls.Add(1)
-	r.sv.m.calls.WithLabelValues(dirToZenoh, result).Inc()
+	r.sv.m.calls.WithLabelValues(dirToDDS, result).Inc()
 }
 
 // onQuery runs on the data session's dispatcher: it writes the request and
@@ -733,8 +733,8 @@ func (r *svcServer) onReply(smp *ddspath.Sample) {
 	}
 	c.q.Finish()
 	r.ok.Add(1)
-	r.sv.m.calls.WithLabelValues(dirToZenoh, callOK).Inc()
-	r.sv.m.seconds.WithLabelValues(dirToZenoh).Observe(time.Since(c.start).Seconds())
+	r.sv.m.calls.WithLabelValues(dirToDDS, callOK).Inc()
+	r.sv.m.seconds.WithLabelValues(dirToDDS).Observe(time.Since(c.start).Seconds())
 	if fast {
 		r.next()
 	}
@@ -743,7 +743,7 @@ func (r *svcServer) onReply(smp *ddspath.Sample) {
 func (r *svcServer) status() ServiceStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := ServiceStatus{Name: r.name, Type: r.reqType, Key: r.key, Direction: dirToZenoh, Ready: r.qbl != nil,
+	st := ServiceStatus{Name: r.name, Type: r.reqType, Key: r.key, Direction: dirToDDS, Ready: r.qbl != nil,
 		Pending: len(r.pending), Calls: r.calls.Load(), OK: r.ok.Load()}
 	if r.fast {
 		st.Vendor = "fastdds"
@@ -790,7 +790,7 @@ func (c *svcClient) reconcile() {
 			sv.warnOnce("svc-client-open"+c.name, "service route not created", "service", c.name, "err", err)
 			return
 		}
-		sv.m.routes.WithLabelValues(dirToDDS).Inc()
+		sv.m.routes.WithLabelValues(dirToZenoh).Inc()
 		sv.log.Info("service Zenoh queryable → DDS server", "service", c.name, "key", key, "type", reqType,
 			"timeout", sv.cfg.QueriesTimeout.TimeoutFor(c.name))
 	case !want && open:
@@ -843,12 +843,12 @@ func (c *svcClient) teardown() {
 	}
 	_ = rd.Close()
 	_ = w.Close()
-	c.sv.m.routes.WithLabelValues(dirToDDS).Dec()
+	c.sv.m.routes.WithLabelValues(dirToZenoh).Dec()
 	c.sv.log.Info("service DDS server for Zenoh removed", "service", c.name)
 }
 
 func (c *svcClient) count(result string) {
-	c.sv.m.calls.WithLabelValues(dirToDDS, result).Inc()
+	c.sv.m.calls.WithLabelValues(dirToZenoh, result).Inc()
 }
 
 func (c *svcClient) writerGUID(rd *ddspath.Reader, handle uint64) ddspath.GUID {
@@ -932,7 +932,7 @@ func (c *svcClient) onRequest(rd *ddspath.Reader, w *ddspath.Writer, key string,
 			}
 			result = callOK
 			c.ok.Add(1)
-			c.sv.m.seconds.WithLabelValues(dirToDDS).Observe(time.Since(start).Seconds())
+			c.sv.m.seconds.WithLabelValues(dirToZenoh).Observe(time.Since(start).Seconds())
 		}
 		if result == callNoReply && time.Since(start) >= timeout {
 			result = callTimeout
@@ -944,6 +944,6 @@ func (c *svcClient) onRequest(rd *ddspath.Reader, w *ddspath.Writer, key string,
 func (c *svcClient) status() ServiceStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ServiceStatus{Name: c.name, Type: c.reqType, Key: c.key, Direction: dirToDDS, Ready: c.reqR != nil,
+	return ServiceStatus{Name: c.name, Type: c.reqType, Key: c.key, Direction: dirToZenoh, Ready: c.reqR != nil,
 		Pending: int(c.inflight.Load()), Calls: c.calls.Load(), OK: c.ok.Load()}
 }

@@ -176,7 +176,7 @@ func TestServiceDDSServerAnswersZenohGet(t *testing.T) {
 	require.NoError(t, err)
 	name := fmt.Sprintf("/add_%d_%d", os.Getpid(), rand.Uint32())
 	srv := startDDSAddServer(t, p, name)
-	require.Eventually(t, func() bool { return serviceReady(s, name, dirToZenoh) }, 20*time.Second, 20*time.Millisecond, "queryable declared")
+	require.Eventually(t, func() bool { return serviceReady(s, name, dirToDDS) }, 20*time.Second, 20*time.Millisecond, "queryable declared")
 
 	cli, err := zenohpath.Open(context.Background(), zenohpath.Config{Connect: s.Endpoints()})
 	require.NoError(t, err)
@@ -205,10 +205,10 @@ func TestServiceDDSServerAnswersZenohGet(t *testing.T) {
 	require.Contains(t, msg, "no DDS service server")
 
 	calls := s.svcStats.calls
-	require.Equal(t, float64(n), testutil.ToFloat64(calls.WithLabelValues(dirToZenoh, callOK)))
-	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues(dirToZenoh, callTimeout)))
-	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues(dirToZenoh, callBadPayload)))
-	require.GreaterOrEqual(t, testutil.ToFloat64(calls.WithLabelValues(dirToZenoh, callNoServer)), 2.0)
+	require.Equal(t, float64(n), testutil.ToFloat64(calls.WithLabelValues(dirToDDS, callOK)))
+	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues(dirToDDS, callTimeout)))
+	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues(dirToDDS, callBadPayload)))
+	require.GreaterOrEqual(t, testutil.ToFloat64(calls.WithLabelValues(dirToDDS, callNoServer)), 2.0)
 	require.Equal(t, 0.0, testutil.ToFloat64(s.svcStats.dropped.WithLabelValues(replyLate)))
 }
 
@@ -270,8 +270,8 @@ func TestServiceZenohQueryableServesDDSClient(t *testing.T) {
 	_, ok = c.call(t, addRequest(-2, 0), 1500*time.Millisecond)
 	require.False(t, ok)
 	calls := s.svcStats.calls
-	require.Eventually(t, func() bool { return testutil.ToFloat64(calls.WithLabelValues(dirToDDS, callTimeout)) == 1 }, 10*time.Second, 20*time.Millisecond)
-	require.Equal(t, float64(n), testutil.ToFloat64(calls.WithLabelValues(dirToDDS, callOK)))
-	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues(dirToDDS, callErrorReply)))
-	require.True(t, serviceReady(s, name, dirToDDS))
+	require.Eventually(t, func() bool { return testutil.ToFloat64(calls.WithLabelValues(dirToZenoh, callTimeout)) == 1 }, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, float64(n), testutil.ToFloat64(calls.WithLabelValues(dirToZenoh, callOK)))
+	require.Equal(t, 1.0, testutil.ToFloat64(calls.WithLabelValues(dirToZenoh, callErrorReply)))
+	require.True(t, serviceReady(s, name, dirToZenoh))
 }
