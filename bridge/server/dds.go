@@ -23,7 +23,8 @@ type ddsBridge struct {
 	events chan ddspath.Endpoint
 	wg     sync.WaitGroup
 
-	svc *services
+	svc  *services
+	done <-chan struct{} // the gateway stops
 
 	mu  sync.Mutex
 	out map[string]*outRoute // by DDS topic
@@ -38,6 +39,8 @@ type outRoute struct {
 	samples atomic.Uint64
 	errors  atomic.Uint64
 	loss    lossTracker
+	hist    *historyCache        // TRANSIENT_LOCAL writers: retained samples (history.go)
+	histQbl *zenohpath.Queryable // answers gets on the key with them
 }
 
 type inRoute struct {
@@ -58,6 +61,7 @@ func startDDS(ctx context.Context, s *Server, cfg ddspath.Config) (*ddsBridge, e
 	b := &ddsBridge{s: s, p: p, events: make(chan ddspath.Endpoint, 1024),
 		out: map[string]*outRoute{}, in: map[string]*inRoute{}}
 	b.svc = newServices(b, ctx.Done())
+	b.done = ctx.Done()
 	b.wg.Add(4)
 	go func() {
 		defer b.wg.Done()
@@ -153,6 +157,9 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 				log.Info("route DDS → Zenoh", "key", r.route.Key, "criticality", string(r.route.Criticality), "qos", r.qos.String())
 			}
 			r.writers[e.GUID] = true
+			if r.hist != nil {
+				r.hist.grow(e.QoS.Depth)
+			}
 			b.mu.Unlock()
 			return
 		}
@@ -169,6 +176,9 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 		b.s.stats.routes.WithLabelValues(dirToZenoh).Dec()
 		b.mu.Unlock()
 		_ = r.reader.Close()
+		if r.histQbl != nil {
+			_ = r.histQbl.Undeclare()
+		}
 		b.pollLoss(r) // the closed reader keeps its last counts
 		log.Info("route DDS → Zenoh removed (no DDS writer left)", "key", r.route.Key, "samples", r.samples.Load(), "dropped", r.loss.total())
 	case ddspath.Subscription:
@@ -244,6 +254,12 @@ func (b *ddsBridge) newOut(e ddspath.Endpoint, route bridge.Route) (*outRoute, e
 		return nil, err
 	}
 	r := &outRoute{route: route, qos: q, reader: rd, writers: map[ddspath.GUID]bool{}}
+	if q.Durability == ddspath.TransientLocal {
+		if err := b.declareHistory(r, e.QoS.Normalize().Depth); err != nil {
+			_ = rd.Close()
+			return nil, err
+		}
+	}
 	opts := &zenohpath.PutOptions{Priority: zenohpath.PriorityData, CongestionControl: zenohpath.CongestionControlDrop}
 	if route.Criticality == bridge.Critical {
 		opts.Priority, opts.Express = zenohpath.PriorityRealTime, true
@@ -281,6 +297,9 @@ func (b *ddsBridge) forward(r *outRoute, smp *ddspath.Sample, opts *zenohpath.Pu
 		s.gw.WaitExpressDrained(r.route.Key, expressDrainWait)
 	}
 	s.gw.Publish(r.route, bridge.Sample{Key: r.route.Key, Payload: smp.CDR, Time: smp.ReceivedAt})
+	if r.hist != nil {
+		r.hist.add(smp.CDR)
+	}
 	r.samples.Add(1)
 	s.stats.samples.WithLabelValues(dirToZenoh).Inc()
 }

@@ -89,18 +89,19 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 
-	reg      *prometheus.Registry
-	router   *zenohpath.Router
-	gw       *bridge.Gateway
-	data     *zenohpath.Session // DDS↔Zenoh samples (publishes remote-only, subscribes for DDS writers)
-	probes   *zenohpath.Session // pong subscriber
-	devs     *devices
-	dds      *ddsBridge
-	http     *http.Server
-	httpLn   net.Listener
-	eps      []string
-	stats    *serverMetrics
-	svcStats *svcMetrics
+	reg       *prometheus.Registry
+	router    *zenohpath.Router
+	gw        *bridge.Gateway
+	data      *zenohpath.Session // DDS↔Zenoh samples (publishes remote-only, subscribes for DDS writers)
+	probes    *zenohpath.Session // pong subscriber
+	devs      *devices
+	dds       *ddsBridge
+	http      *http.Server
+	httpLn    net.Listener
+	eps       []string
+	stats     *serverMetrics
+	svcStats  *svcMetrics
+	histStats *historyMetrics
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -139,6 +140,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.stats = newServerMetrics(s.reg)
 	s.svcStats = newSvcMetrics(s.reg)
+	s.histStats = newHistoryMetrics(s.reg)
 
 	rc := zenohpath.RouterConfig{Logger: log.With("part", "router"), Transport: opts.Transport}
 	if rc.Transport.MaxMessageSize == 0 { // transport.max_message_size (Options.Transport wins)
