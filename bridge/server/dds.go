@@ -39,8 +39,9 @@ type outRoute struct {
 	samples atomic.Uint64
 	errors  atomic.Uint64
 	loss    lossTracker
-	hist    *historyCache        // TRANSIENT_LOCAL writers: retained samples (history.go)
-	histQbl *zenohpath.Queryable // answers gets on the key with them
+	tok     *zenohpath.LivelinessToken // rmw_zenoh MP token (graph.go)
+	hist    *historyCache              // TRANSIENT_LOCAL writers: retained samples (history.go)
+	histQbl *zenohpath.Queryable       // answers gets on the key with them
 }
 
 type inRoute struct {
@@ -48,6 +49,7 @@ type inRoute struct {
 	qos     ddspath.QoS
 	writer  *ddspath.Writer
 	sub     *zenohpath.Subscriber
+	tok     *zenohpath.LivelinessToken // rmw_zenoh MS token (graph.go)
 	readers map[ddspath.GUID]bool
 	samples atomic.Uint64
 	errors  atomic.Uint64
@@ -151,6 +153,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 					log.Warn("DDS → Zenoh route not created", "err", err)
 					return
 				}
+				r.tok = b.s.graph.announce(ros2.EntityPublisher, topic, rosType, e.TypeHash, r.qos)
 				b.mu.Lock()
 				b.out[e.Topic] = r
 				b.s.stats.routes.WithLabelValues(dirToZenoh).Inc()
@@ -176,6 +179,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 		b.s.stats.routes.WithLabelValues(dirToZenoh).Dec()
 		b.mu.Unlock()
 		_ = r.reader.Close()
+		undeclareToken(r.tok)
 		if r.histQbl != nil {
 			_ = r.histQbl.Undeclare()
 		}
@@ -196,6 +200,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 					log.Warn("Zenoh → DDS route not created", "err", err)
 					return
 				}
+				r.tok = b.s.graph.announce(ros2.EntitySubscription, topic, rosType, e.TypeHash, r.qos)
 				b.mu.Lock()
 				b.in[e.Topic] = r
 				b.s.stats.routes.WithLabelValues(dirToDDS).Inc()
@@ -218,6 +223,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 		b.s.stats.routes.WithLabelValues(dirToDDS).Dec()
 		b.mu.Unlock()
 		_ = r.sub.Undeclare()
+		undeclareToken(r.tok)
 		_ = r.writer.Close()
 		log.Info("route Zenoh → DDS removed (no DDS reader left)", "key", r.route.Key, "samples", r.samples.Load())
 	}

@@ -101,6 +101,7 @@ type Server struct {
 	eps       []string
 	stats     *serverMetrics
 	svcStats  *svcMetrics
+	graph     *graph // rmw_zenoh liveliness tokens (graph.go); nil: plain key style
 	histStats *historyMetrics
 
 	closeOnce sync.Once
@@ -221,6 +222,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		}
 	}
 
+	s.graph = newGraph(s)
 	if !opts.DisableDDS {
 		dc := opts.DDS
 		dc.DomainID = uint32(cfg.DDS.Domain)

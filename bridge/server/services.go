@@ -390,6 +390,7 @@ type svcServer struct {
 	repR    *ddspath.Reader
 	handle  uint64 // reqW's instance handle: the header's guid
 	qbl     *zenohpath.Queryable
+	tok     *zenohpath.LivelinessToken // rmw_zenoh SS token while the DDS server is there
 	seq     int64
 	pending map[int64]*svcCall
 	fast    bool       // copied from fastDDS when the endpoints were made
@@ -434,8 +435,13 @@ func (r *svcServer) reconcile() {
 			return
 		}
 	}
-	declare := r.qbl == nil && r.reqW.Matched() > 0 && r.repR.Matched() > 0
+	matched := r.reqW.Matched() > 0 && r.repR.Matched() > 0
+	declare := r.qbl == nil && matched
+	announce := matched && r.tok == nil && r.sv.b.s.graph != nil
 	r.mu.Unlock()
+	if announce {
+		r.announce()
+	}
 	if !declare {
 		return
 	}
@@ -459,6 +465,23 @@ func (r *svcServer) reconcile() {
 	}
 	r.sv.log.Info("service DDS server → Zenoh queryable", "service", r.name, "key", r.key, "type", r.reqType,
 		"server", vendor, "timeout", r.sv.cfg.QueriesTimeout.TimeoutFor(r.name))
+}
+
+// announce declares the SS token of the bridged server (rmw_zenoh graph).
+func (r *svcServer) announce() {
+	t, err := ros2.ServiceTypeFromDDS(r.reqType)
+	if err != nil {
+		return
+	}
+	tok := r.sv.b.s.graph.announce(ros2.EntityServiceServer, r.name, t, "", svcQoS(nil))
+	r.mu.Lock()
+	if r.tok != nil || r.reqW == nil {
+		r.mu.Unlock()
+		undeclareToken(tok)
+		return
+	}
+	r.tok = tok
+	r.mu.Unlock()
 }
 
 // open creates the gateway's DDS client endpoints. Caller holds r.mu.
@@ -523,7 +546,8 @@ func (r *svcServer) forgetIfEmpty() {
 // than silence; it is undeclared when the gateway closes.
 func (r *svcServer) teardown(why string) {
 	r.mu.Lock()
-	qbl, w, rd := r.qbl, r.reqW, r.repR
+	qbl, w, rd, tok := r.qbl, r.reqW, r.repR, r.tok
+	r.tok = nil
 	calls := make([]*svcCall, 0, len(r.pending))
 	for _, c := range r.pending {
 		calls = append(calls, c)
@@ -536,6 +560,7 @@ func (r *svcServer) teardown(why string) {
 	}
 	r.reqW, r.repR, r.pending, r.queue, r.flight = nil, nil, nil, nil, nil
 	r.mu.Unlock()
+	undeclareToken(tok)
 	if qbl != nil {
 		_ = qbl.Undeclare()
 		r.sv.m.routes.WithLabelValues(dirToDDS).Dec()
@@ -768,6 +793,7 @@ type svcClient struct {
 	inflight atomic.Int32
 	seq      atomic.Int64
 	gid      [16]byte // rmw_zenoh attachment GID of the gateway's client
+	tok      *zenohpath.LivelinessToken
 	calls    atomic.Uint64
 	ok       atomic.Uint64
 	vendors  sync.Map // publication handle → ddspath.GUID
@@ -817,8 +843,12 @@ func (c *svcClient) open(key string) error {
 		return err
 	}
 	g := c.sv.b.p.GUID()
+	var tok *zenohpath.LivelinessToken
+	if t, err := ros2.ServiceTypeFromDDS(c.reqType); err == nil {
+		tok = c.sv.b.s.graph.announce(ros2.EntityServiceClient, c.name, t, "", svcQoS(nil))
+	}
 	c.mu.Lock()
-	c.key, c.reqR, c.repW = key, rd, w
+	c.key, c.reqR, c.repW, c.tok = key, rd, w, tok
 	copy(c.gid[:], g[:12])
 	n := c.sv.csid.Load()
 	c.gid[12], c.gid[13], c.gid[14], c.gid[15] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
@@ -835,9 +865,10 @@ func (c *svcClient) open(key string) error {
 
 func (c *svcClient) teardown() {
 	c.mu.Lock()
-	rd, w := c.reqR, c.repW
-	c.reqR, c.repW = nil, nil
+	rd, w, tok := c.reqR, c.repW, c.tok
+	c.reqR, c.repW, c.tok = nil, nil, nil
 	c.mu.Unlock()
+	undeclareToken(tok)
 	if rd == nil {
 		return
 	}

@@ -171,7 +171,7 @@ func getOne(t *testing.T, sess *zenohpath.Session, key string, payload []byte) (
 // is gone a get gets a no_server error reply; every call counted.
 func TestServiceDDSServerAnswersZenohGet(t *testing.T) {
 	domain := svcDomain()
-	s := startDDSServer(t, fmt.Sprintf("zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: \"\"\ndds:\n  domain: %d\nservices:\n  queries_timeout: {default: 1s}\n", domain))
+	s := startDDSServer(t, fmt.Sprintf("zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: \"\"\ndds:\n  domain: %d\nservices:\n  queries_timeout: {default: 3s}\n", domain))
 	p, err := ddspath.Open(ddspath.Config{DomainID: domain})
 	require.NoError(t, err)
 	name := fmt.Sprintf("/add_%d_%d", os.Getpid(), rand.Uint32())
@@ -190,7 +190,7 @@ func TestServiceDDSServerAnswersZenohGet(t *testing.T) {
 	}
 	ok, msg, _ := getOne(t, cli, key, addRequest(-1, 0))
 	require.Nil(t, ok)
-	require.Contains(t, msg, "no reply from the DDS server within 1s")
+	require.Contains(t, msg, "no reply from the DDS server within 3s")
 	ok, msg, _ = getOne(t, cli, key, []byte{0, 7, 0, 0, 1}) // XCDR2: cannot carry the header
 	require.Nil(t, ok)
 	require.Contains(t, msg, "unsupported encapsulation")
@@ -218,7 +218,7 @@ func TestServiceDDSServerAnswersZenohGet(t *testing.T) {
 // that never answers leave the DDS client unanswered and are counted.
 func TestServiceZenohQueryableServesDDSClient(t *testing.T) {
 	domain := svcDomain()
-	s := startDDSServer(t, fmt.Sprintf("zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: \"\"\ndds:\n  domain: %d\nservices:\n  queries_timeout: {default: 500ms}\n", domain))
+	s := startDDSServer(t, fmt.Sprintf("zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: \"\"\ndds:\n  domain: %d\nservices:\n  queries_timeout: {default: 3s}\n", domain))
 	name := fmt.Sprintf("/zadd_%d_%d", os.Getpid(), rand.Uint32())
 	key := name[1:]
 	zs, err := zenohpath.Open(context.Background(), zenohpath.Config{Connect: s.Endpoints()})
@@ -265,9 +265,9 @@ func TestServiceZenohQueryableServesDDSClient(t *testing.T) {
 		require.True(t, ok, "call %d", i)
 		require.Equal(t, addReply(i+1000), body)
 	}
-	_, ok := c.call(t, addRequest(-1, 0), time.Second)
+	_, ok := c.call(t, addRequest(-1, 0), 2*time.Second)
 	require.False(t, ok)
-	_, ok = c.call(t, addRequest(-2, 0), 1500*time.Millisecond)
+	_, ok = c.call(t, addRequest(-2, 0), 4*time.Second) // beyond the 3 s timeout
 	require.False(t, ok)
 	calls := s.svcStats.calls
 	require.Eventually(t, func() bool { return testutil.ToFloat64(calls.WithLabelValues(dirToZenoh, callTimeout)) == 1 }, 10*time.Second, 20*time.Millisecond)
