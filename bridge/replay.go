@@ -20,7 +20,8 @@ const replayPoll = 5 * time.Millisecond
 // key's token bucket has a token, so the keep-latest history of the lane
 // never replaces a history sample and the rate limit never drops one. A
 // newer live sample of the same key may still replace a pending history
-// sample (counted as usual: the live one is newer). It returns the number
+// sample (counted as usual: the live one is newer). While the supervisor
+// suspends the batched lane (DEGRADED, EMERGENCY) it waits. It returns the number
 // of samples offered when all were, when done is closed or when the device
 // detaches; it blocks meanwhile (run it on its own goroutine).
 func (d *Device) Replay(samples []Sample, done <-chan struct{}) int {
@@ -41,9 +42,12 @@ func (d *Device) Replay(samples []Sample, done <-chan struct{}) int {
 	return len(samples)
 }
 
-// replayReady: nothing of key waits in the batched lane and its bucket has
-// a token now.
+// replayReady: the supervisor lets the batched lane forward, nothing of key
+// waits in it and its bucket has a token now.
 func (d *Device) replayReady(key string) bool {
+	if d.g.sup.Mode() != Normal {
+		return false // DEGRADED/EMERGENCY suspend the batched lane: wait rather than lose history
+	}
 	e := d.egress()
 	now := d.g.clock.Now()
 	e.bat.mu.Lock()
