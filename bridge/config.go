@@ -38,6 +38,8 @@ type Config struct {
 	Supervisor SupervisorConfig `yaml:"supervisor"`
 	Metrics    MetricsConfig    `yaml:"metrics"`
 	Transport  TransportConfig  `yaml:"transport"`
+	// Services is the ROS 2 services and actions bridging (docs/services.md).
+	Services ServicesConfig `yaml:"services"`
 	// AccessControl is zenohd's access_control section (docs/security.md);
 	// off unless enabled.
 	AccessControl zenohpath.ACLConfig `yaml:"access_control"`
@@ -610,6 +612,7 @@ func (c *Config) Validate() error {
 		at("transport.max_message_size", "must be in %d..%d bytes (got %d)", MinMaxMessageSize, MaxMaxMessageSize, m)
 	}
 	c.validateSecurity(at)
+	c.validateServices(at)
 	return ps.err()
 }
 

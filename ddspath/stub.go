@@ -64,3 +64,6 @@ func (r *Reader) Stats() ReaderStats                     { return ReaderStats{} 
 func (r *Reader) Matched() int                           { return 0 }
 func (r *Reader) WriterGUID(handle uint64) (GUID, error) { return GUID{}, ErrUnavailable }
 func (r *Reader) Close() error                           { return nil }
+
+// InstanceHandle returns ErrUnavailable.
+func (w *Writer) InstanceHandle() (uint64, error) { return 0, ErrUnavailable }

@@ -343,3 +343,12 @@ type WriterStats struct {
 	Timeouts uint64 // writes that returned ErrTimeout
 	Errors   uint64 // other failed writes
 }
+
+// Vendor ids: the first two bytes of an RTPS GUID prefix (ros2-services.md §2.4).
+var (
+	VendorCyclone = [2]byte{0x01, 0x10}
+	VendorFastDDS = [2]byte{0x01, 0x0f}
+)
+
+// Vendor is the RTPS vendor id in the GUID's prefix.
+func (g GUID) Vendor() [2]byte { return [2]byte{g[0], g[1]} }

@@ -3,6 +3,7 @@ package zenohpath
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
@@ -159,8 +160,7 @@ func (s *Session) Get(selector string, opts *GetOptions) (<-chan Reply, error) {
 		// on the dispatcher, replying straight into the channel.
 		req := cloneNetwork(m).(*wire.Request)
 		s.link.post(func() {
-			s.runQueryables(local, req, g)
-			s.endGetPart(rid)
+			s.runQueryables(local, req, g, func() { s.endGetPart(rid) })
 		})
 	}
 	if err := s.send(m, true); err != nil {
@@ -252,6 +252,9 @@ type Query struct {
 	payload    []byte
 	encoding   Encoding
 	attachment []byte
+	fin        *queryFinisher
+	detached   atomic.Bool
+	finished   atomic.Bool
 }
 
 // KeyExpr is the queried key expression.
@@ -306,6 +309,9 @@ func (q *Query) ReplyErr(payload []byte, enc *Encoding) error {
 }
 
 func (q *Query) respond(key string, body wire.ResponseBody) error {
+	if q.finished.Load() {
+		return ErrQueryFinished
+	}
 	k, err := canonKey(key)
 	if err != nil {
 		return err
@@ -325,16 +331,18 @@ func (s *Session) deliverQuery(m *wire.Request) {
 	s.mu.Lock()
 	qbls := s.localQueryables(m.WireExpr.Suffix, m.Target)
 	s.mu.Unlock()
-	s.runQueryables(qbls, m, nil)
-	_ = s.send(&wire.ResponseFinal{ID: m.ID}, true)
+	s.runQueryables(qbls, m, nil, func() { _ = s.send(&wire.ResponseFinal{ID: m.ID}, true) })
 }
 
 // runQueryables calls each queryable's handler with the query; local is the
-// Get of this session when the query is its own.
-func (s *Session) runQueryables(qbls []*Queryable, m *wire.Request, local *getState) {
+// Get of this session when the query is its own. final runs once, when the
+// last handler returned and every detached query (Query.Detach) finished.
+func (s *Session) runQueryables(qbls []*Queryable, m *wire.Request, local *getState, final func()) {
 	key := m.WireExpr.Suffix
+	fin := newQueryFinisher(final)
+	defer fin.done()
 	for _, qbl := range qbls {
-		q := &Query{s: s, local: local, rid: m.ID, qbl: qbl.id, key: key}
+		q := &Query{s: s, local: local, rid: m.ID, qbl: qbl.id, key: key, fin: fin}
 		if body, ok := m.Body.(*wire.Query); ok {
 			q.params, q.attachment = body.Parameters, body.Attachment
 			if body.HasBody {
@@ -342,5 +350,8 @@ func (s *Session) runQueryables(qbls []*Queryable, m *wire.Request, local *getSt
 			}
 		}
 		qbl.handler(q)
+		if !q.detached.Load() {
+			q.finished.Store(true) // valid during the handler only
+		}
 	}
 }

@@ -23,6 +23,9 @@ type ddsBridge struct {
 	events chan ddspath.Endpoint
 	wg     sync.WaitGroup
 
+	svc  *services
+	done <-chan struct{} // the gateway stops
+
 	mu  sync.Mutex
 	out map[string]*outRoute // by DDS topic
 	in  map[string]*inRoute  // by DDS topic
@@ -36,6 +39,9 @@ type outRoute struct {
 	samples atomic.Uint64
 	errors  atomic.Uint64
 	loss    lossTracker
+	tok     *zenohpath.LivelinessToken // rmw_zenoh MP token (graph.go)
+	hist    *historyCache              // TRANSIENT_LOCAL writers: retained samples (history.go)
+	histQbl *zenohpath.Queryable       // answers gets on the key with them
 }
 
 type inRoute struct {
@@ -43,6 +49,7 @@ type inRoute struct {
 	qos     ddspath.QoS
 	writer  *ddspath.Writer
 	sub     *zenohpath.Subscriber
+	tok     *zenohpath.LivelinessToken // rmw_zenoh MS token (graph.go)
 	readers map[ddspath.GUID]bool
 	samples atomic.Uint64
 	errors  atomic.Uint64
@@ -55,7 +62,13 @@ func startDDS(ctx context.Context, s *Server, cfg ddspath.Config) (*ddsBridge, e
 	}
 	b := &ddsBridge{s: s, p: p, events: make(chan ddspath.Endpoint, 1024),
 		out: map[string]*outRoute{}, in: map[string]*inRoute{}}
-	b.wg.Add(3)
+	b.svc = newServices(b, ctx.Done())
+	b.done = ctx.Done()
+	b.wg.Add(4)
+	go func() {
+		defer b.wg.Done()
+		b.svc.run(ctx.Done())
+	}()
 	go func() {
 		defer b.wg.Done()
 		b.pollLossLoop(ctx)
@@ -94,8 +107,10 @@ func (b *ddsBridge) close() {
 	for _, sub := range subs {
 		_ = sub.Undeclare()
 	}
+	b.svc.close()   // pending Zenoh queries get an error reply
 	_ = b.p.Close() // ends WatchEndpoints and every reader's channel
 	b.wg.Wait()
+	b.svc.wait()
 }
 
 // allowed is the route table's decision for a discovered topic.
@@ -109,8 +124,12 @@ func (b *ddsBridge) allowed(topic string) bool {
 
 func (b *ddsBridge) handle(e ddspath.Endpoint) {
 	topic, kind, err := ros2.ParseDDSTopic(e.Topic)
-	if err != nil || kind != ros2.KindTopic {
-		return // not a ROS topic (services and actions are not bridged)
+	if err != nil {
+		return // not a ROS topic
+	}
+	if kind != ros2.KindTopic {
+		b.svc.handle(e, topic, kind) // services.go
+		return
 	}
 	rosType, err := ros2.TypeFromDDS(e.TypeName)
 	if err != nil {
@@ -134,12 +153,16 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 					log.Warn("DDS → Zenoh route not created", "err", err)
 					return
 				}
+				r.tok = b.s.graph.announce(ros2.EntityPublisher, topic, rosType, e.TypeHash, r.qos)
 				b.mu.Lock()
 				b.out[e.Topic] = r
 				b.s.stats.routes.WithLabelValues(dirToZenoh).Inc()
 				log.Info("route DDS → Zenoh", "key", r.route.Key, "criticality", string(r.route.Criticality), "qos", r.qos.String())
 			}
 			r.writers[e.GUID] = true
+			if r.hist != nil {
+				r.hist.grow(e.QoS.Depth)
+			}
 			b.mu.Unlock()
 			return
 		}
@@ -156,6 +179,10 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 		b.s.stats.routes.WithLabelValues(dirToZenoh).Dec()
 		b.mu.Unlock()
 		_ = r.reader.Close()
+		undeclareToken(r.tok)
+		if r.histQbl != nil {
+			_ = r.histQbl.Undeclare()
+		}
 		b.pollLoss(r) // the closed reader keeps its last counts
 		log.Info("route DDS → Zenoh removed (no DDS writer left)", "key", r.route.Key, "samples", r.samples.Load(), "dropped", r.loss.total())
 	case ddspath.Subscription:
@@ -173,6 +200,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 					log.Warn("Zenoh → DDS route not created", "err", err)
 					return
 				}
+				r.tok = b.s.graph.announce(ros2.EntitySubscription, topic, rosType, e.TypeHash, r.qos)
 				b.mu.Lock()
 				b.in[e.Topic] = r
 				b.s.stats.routes.WithLabelValues(dirToDDS).Inc()
@@ -195,6 +223,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 		b.s.stats.routes.WithLabelValues(dirToDDS).Dec()
 		b.mu.Unlock()
 		_ = r.sub.Undeclare()
+		undeclareToken(r.tok)
 		_ = r.writer.Close()
 		log.Info("route Zenoh → DDS removed (no DDS reader left)", "key", r.route.Key, "samples", r.samples.Load())
 	}
@@ -231,6 +260,12 @@ func (b *ddsBridge) newOut(e ddspath.Endpoint, route bridge.Route) (*outRoute, e
 		return nil, err
 	}
 	r := &outRoute{route: route, qos: q, reader: rd, writers: map[ddspath.GUID]bool{}}
+	if q.Durability == ddspath.TransientLocal {
+		if err := b.declareHistory(r, e.QoS.Normalize().Depth); err != nil {
+			_ = rd.Close()
+			return nil, err
+		}
+	}
 	opts := &zenohpath.PutOptions{Priority: zenohpath.PriorityData, CongestionControl: zenohpath.CongestionControlDrop}
 	if route.Criticality == bridge.Critical {
 		opts.Priority, opts.Express = zenohpath.PriorityRealTime, true
@@ -268,6 +303,9 @@ func (b *ddsBridge) forward(r *outRoute, smp *ddspath.Sample, opts *zenohpath.Pu
 		s.gw.WaitExpressDrained(r.route.Key, expressDrainWait)
 	}
 	s.gw.Publish(r.route, bridge.Sample{Key: r.route.Key, Payload: smp.CDR, Time: smp.ReceivedAt})
+	if r.hist != nil {
+		r.hist.add(smp.CDR)
+	}
 	r.samples.Add(1)
 	s.stats.samples.WithLabelValues(dirToZenoh).Inc()
 }

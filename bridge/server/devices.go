@@ -129,6 +129,9 @@ func (d *devices) sync(df *devFace, subs []string) {
 	for _, k := range subs {
 		if !slices.Contains(df.subs, k) {
 			df.dev.DeclareSubscriber(k)
+			if d.s.dds != nil {
+				d.s.dds.replayTo(df.dev, k) // TRANSIENT_LOCAL history for a late joiner (history.go)
+			}
 		}
 	}
 	for _, k := range df.subs {

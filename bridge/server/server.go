@@ -89,17 +89,20 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 
-	reg    *prometheus.Registry
-	router *zenohpath.Router
-	gw     *bridge.Gateway
-	data   *zenohpath.Session // DDS↔Zenoh samples (publishes remote-only, subscribes for DDS writers)
-	probes *zenohpath.Session // pong subscriber
-	devs   *devices
-	dds    *ddsBridge
-	http   *http.Server
-	httpLn net.Listener
-	eps    []string
-	stats  *serverMetrics
+	reg       *prometheus.Registry
+	router    *zenohpath.Router
+	gw        *bridge.Gateway
+	data      *zenohpath.Session // DDS↔Zenoh samples (publishes remote-only, subscribes for DDS writers)
+	probes    *zenohpath.Session // pong subscriber
+	devs      *devices
+	dds       *ddsBridge
+	http      *http.Server
+	httpLn    net.Listener
+	eps       []string
+	stats     *serverMetrics
+	svcStats  *svcMetrics
+	graph     *graph // rmw_zenoh liveliness tokens (graph.go); nil: plain key style
+	histStats *historyMetrics
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -137,6 +140,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.stats = newServerMetrics(s.reg)
+	s.svcStats = newSvcMetrics(s.reg)
+	s.histStats = newHistoryMetrics(s.reg)
 
 	rc := zenohpath.RouterConfig{Logger: log.With("part", "router"), Transport: opts.Transport}
 	if rc.Transport.MaxMessageSize == 0 { // transport.max_message_size (Options.Transport wins)
@@ -236,6 +241,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		}
 	}
 
+	s.graph = newGraph(s)
 	if !opts.DisableDDS {
 		dc := opts.DDS
 		dc.DomainID = uint32(cfg.DDS.Domain)
@@ -344,6 +350,7 @@ func (s *Server) Routez() RoutezResponse {
 		r.DDS = true
 		r.Domain = s.cfg.DDS.Domain
 		r.Routes = s.dds.status()
+		r.Services = s.dds.svc.status()
 	}
 	r.Faces = s.router.Faces()
 	return r
@@ -351,10 +358,12 @@ func (s *Server) Routez() RoutezResponse {
 
 // RoutezResponse is the answer of /routez.
 type RoutezResponse struct {
-	DDS    bool                 `json:"dds"`
-	Domain int                  `json:"domain"`
-	Routes []RouteStatus        `json:"routes"`
-	Faces  []zenohpath.FaceInfo `json:"faces"`
+	DDS    bool          `json:"dds"`
+	Domain int           `json:"domain"`
+	Routes []RouteStatus `json:"routes"`
+	// Services are the bridged ROS 2 services (and action parts), services.go.
+	Services []ServiceStatus      `json:"services,omitempty"`
+	Faces    []zenohpath.FaceInfo `json:"faces"`
 }
 
 // RouteStatus is one bridged route.
