@@ -85,7 +85,11 @@ func TestFleetSmoke(t *testing.T) {
 	heap1 := heapInUse()
 	perSession := float64(heap1-heap0) / n
 	t.Logf("idle heap per session: %.0f B (%d sessions, %.1f MB; bound %d B)", perSession, n, float64(heap1-heap0)/1e6, maxIdleHeapPerSession)
-	require.Less(t, perSession, float64(maxIdleHeapPerSession))
+	bound := float64(maxIdleHeapPerSession)
+	if raceEnabled {
+		bound *= 1.5 // 16.7 KB measured under -race; a regression to ~100 KB still fails
+	}
+	require.Less(t, perSession, bound)
 
 	pub, err := dialPicoLike(addr)
 	require.NoError(t, err)

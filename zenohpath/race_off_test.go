@@ -1,0 +1,5 @@
+//go:build !race
+
+package zenohpath
+
+const raceEnabled = false
