@@ -46,17 +46,24 @@ case "$FUZZPARALLEL$FUZZJOBS$FUZZRETRIES" in *[!0-9]*)
 	echo "fuzz.sh: FUZZPARALLEL, FUZZJOBS and FUZZRETRIES take whole numbers" >&2; exit 2 ;;
 esac
 
+# dur_seconds D: whole seconds of a Go duration such as 10m, 1h30m, 9m54s or 57s (the forms of
+# FUZZTIME and of the fuzz output's "elapsed:"); empty when D is not one.
+dur_seconds() {
+	local rest="$1" n=0 f
+	while [[ "$rest" =~ ^([0-9]+)(h|m|s)(.*)$ ]]; do
+		case "${BASH_REMATCH[2]}" in h) f=3600 ;; m) f=60 ;; s) f=1 ;; esac
+		n=$((n + BASH_REMATCH[1] * f)); rest="${BASH_REMATCH[3]}"
+	done
+	[ -z "$rest" ] && [ "$1" != "" ] && echo "$n"
+}
+
 # The deadline in whole seconds for the go#75804 check; empty for a count (NNNx).
 deadline_s=""
 case "$FUZZTIME" in
 *x) [[ "$FUZZTIME" =~ ^[0-9]+x$ ]] || { echo "fuzz.sh: FUZZTIME=$FUZZTIME: want a count such as 100000x" >&2; exit 2; } ;;
 *)
-	rest="$FUZZTIME" deadline_s=0
-	while [[ "$rest" =~ ^([0-9]+)(h|m|s)(.*)$ ]]; do
-		case "${BASH_REMATCH[2]}" in h) f=3600 ;; m) f=60 ;; s) f=1 ;; esac
-		deadline_s=$((deadline_s + BASH_REMATCH[1] * f)); rest="${BASH_REMATCH[3]}"
-	done
-	if [ -n "$rest" ] || [ "$deadline_s" -eq 0 ]; then
+	deadline_s="$(dur_seconds "$FUZZTIME" || true)"
+	if [ -z "$deadline_s" ] || [ "$deadline_s" -eq 0 ]; then
 		echo "fuzz.sh: FUZZTIME=$FUZZTIME: want a duration such as 10m, 1h30m, 45s or a count such as 100000x" >&2; exit 2
 	fi ;;
 esac
@@ -84,10 +91,10 @@ fuzz_one() {
 		rc=$?
 		set -e
 		cat "$log.run" >>"$log"
-		# fuzz: elapsed: 603s, execs: 12345678 (20000/sec), new interesting: 12 (total: 345)
-		last="$(grep -E '^fuzz: elapsed: [0-9]+s, execs: ' "$log.run" | tail -n 1 || true)"
+		# fuzz: elapsed: 9m57s, execs: 12345678 (20000/sec), new interesting: 12 (total: 345)
+		last="$(grep -E '^fuzz: elapsed: [0-9hms]+, execs: ' "$log.run" | tail -n 1 || true)"
 		execs="$(sed -nE 's/.*execs: ([0-9]+).*/\1/p' <<<"$last")"
-		elapsed="$(sed -nE 's/^fuzz: elapsed: ([0-9]+)s.*/\1/p' <<<"$last")"
+		elapsed="$(dur_seconds "$(sed -nE 's/^fuzz: elapsed: ([0-9hms]+),.*/\1/p' <<<"$last")" || true)"
 		newi="$(sed -nE 's/.*new interesting: ([0-9]+).*/\1/p' <<<"$last")"
 		total="$(sed -nE 's/.*\(total: ([0-9]+)\).*/\1/p' <<<"$last")"
 		note=""
