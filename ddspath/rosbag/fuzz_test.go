@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzParseMetadata feeds arbitrary text to the metadata.yaml parser: metadata or an error
@@ -134,4 +137,23 @@ func writeFuzzDB(t *testing.T, path string, id1 int64, name1, type1, qos1 string
 			t.Fatalf("%s: %v", s.q, err)
 		}
 	}
+}
+
+// TestOpenRejectsNonRegularFiles: a metadata.yaml that names a FIFO or a device is an error
+// at once, not a reader blocked on it (FuzzOpenBag's metadata may name any path).
+func TestOpenRejectsNonRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "f_0.db3")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	writeMeta(t, dir, "sqlite3", "", []string{"f_0.db3"})
+	_, err := Open(dir)
+	require.ErrorIs(t, err, ErrNotABag)
+	require.ErrorContains(t, err, "is not a regular file (p")
+
+	dev := t.TempDir()
+	writeMeta(t, dev, "sqlite3", "", []string{"/../../../../../../dev/null"})
+	_, err = Open(dev)
+	require.ErrorIs(t, err, ErrNotABag)
 }
