@@ -80,7 +80,7 @@ RESULTS="$FUZZOUT/results.tsv"
 fuzz_one() {
 	local pkg="$1" dir="$2" bin="$3" target="$4"
 	local log="$FUZZOUT/logs/${pkg//\//_}.$target.log"
-	local attempt=0 status execs elapsed newi total note last rc
+	local attempt=0 status execs elapsed newi total note last rc sum_execs=0 sum_elapsed=0
 	: >"$log"
 	while :; do
 		attempt=$((attempt + 1))
@@ -95,6 +95,7 @@ fuzz_one() {
 		last="$(grep -E '^fuzz: elapsed: [0-9hms]+, execs: ' "$log.run" | tail -n 1 || true)"
 		execs="$(sed -nE 's/.*execs: ([0-9]+).*/\1/p' <<<"$last")"
 		elapsed="$(dur_seconds "$(sed -nE 's/^fuzz: elapsed: ([0-9hms]+),.*/\1/p' <<<"$last")" || true)"
+		sum_execs=$((sum_execs + ${execs:-0})) sum_elapsed=$((sum_elapsed + ${elapsed:-0}))
 		newi="$(sed -nE 's/.*new interesting: ([0-9]+).*/\1/p' <<<"$last")"
 		total="$(sed -nE 's/.*\(total: ([0-9]+)\).*/\1/p' <<<"$last")"
 		note=""
@@ -125,9 +126,11 @@ fuzz_one() {
 		rm -f "$log.run"
 		break
 	done
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pkg" "$target" "$status" "${execs:-0}" \
-		"${elapsed:-0}" "${newi:-0}" "${total:-0}" "$note" >>"$RESULTS"
-	echo "fuzz.sh: $pkg $target: $status, ${execs:-0} execs in ${elapsed:-0}s${note:+ ($note)}"
+	# Executions and seconds add up over the runs of a target (a rerun after go#75804).
+	[ "$attempt" -eq 1 ] || note="${note:+$note; }$attempt runs"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pkg" "$target" "$status" "$sum_execs" \
+		"$sum_elapsed" "${newi:-0}" "${total:-0}" "$note" >>"$RESULTS"
+	echo "fuzz.sh: $pkg $target: $status, $sum_execs execs in ${sum_elapsed}s${note:+ ($note)}"
 }
 
 MODULE="$(go list -m)"
