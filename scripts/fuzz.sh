@@ -45,6 +45,9 @@ FUZZOUT="$(cd "$FUZZOUT" && pwd)"
 case "$FUZZPARALLEL$FUZZJOBS$FUZZRETRIES" in *[!0-9]*)
 	echo "fuzz.sh: FUZZPARALLEL, FUZZJOBS and FUZZRETRIES take whole numbers" >&2; exit 2 ;;
 esac
+if [ "$FUZZJOBS" -lt 1 ] || [ "$FUZZRETRIES" -lt 1 ]; then
+	echo "fuzz.sh: FUZZJOBS and FUZZRETRIES must be at least 1" >&2; exit 2
+fi
 
 # dur_seconds D: whole seconds of a Go duration such as 10m, 1h30m, 9m54s or 57s (the forms of
 # FUZZTIME and of the fuzz output's "elapsed:"); empty when D is not one.
