@@ -204,14 +204,7 @@ func (p *Proc) Stop(grace time.Duration) {
 		return
 	case <-time.After(grace):
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return
-	case <-time.After(grace):
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	p.Terminate(grace)
 }
 
 // Terminate sends SIGTERM at once (picobridge stops on it), then SIGKILL after grace.
