@@ -7,22 +7,16 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
+	"github.com/picobridge/picobridge/eval/benchkit"
 	"github.com/picobridge/picobridge/eval/egress"
 )
 
-type multi []string
-
-func (m *multi) String() string     { return strings.Join(*m, " ") }
-func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
+const cmd = "egressbench"
 
 func main() {
 	bin := flag.String("picobridge", "", "picobridge binary for the \"picobridge router\" and \"picobridge run\" systems (required unless --systems rust)")
@@ -38,57 +32,29 @@ func main() {
 	seed := flag.Uint64("seed", 1, "linkemu seed")
 	linkBudget := flag.Bool("link-budget", false, "scenarios a and c: tell picobridge run the impaired device's link rate (devices.list[].link_bytes_per_s; builds from issue 10 on)")
 	out := flag.String("out", "", "also write the Markdown report to this file")
-	var routerArgs, gatewayArgs multi
+	var routerArgs, gatewayArgs benchkit.Repeated
 	flag.Var(&routerArgs, "router-arg", "extra argument for `picobridge router` (repeatable)")
 	flag.Var(&gatewayArgs, "run-arg", "extra argument for `picobridge run` (repeatable), e.g. --run-arg=--cfg --run-arg=policy.batched.rate_hz:20")
 	flag.Parse()
 
-	scs, err := egress.Select(egress.Standard(egress.Scale{A: *da, B: *db, C: *dc, SizeDiv: *sizeDiv, RateDiv: *rateDiv, LinkDiv: *linkDiv, LinkBudget: *linkBudget}), split(*only))
+	scs, err := egress.Select(egress.Standard(egress.Scale{A: *da, B: *db, C: *dc, SizeDiv: *sizeDiv, RateDiv: *rateDiv, LinkDiv: *linkDiv, LinkBudget: *linkBudget}), benchkit.SplitList(*only))
 	if err != nil {
-		fail(2, err)
+		benchkit.Fail(cmd, 2, err)
 	}
 	o := egress.Options{Picobridge: *bin, LinkQueue: *queue, Seed: *seed, Log: os.Stderr, RouterArgs: routerArgs, GatewayArgs: gatewayArgs}
-	for _, s := range split(*systems) {
-		switch s {
-		case "router":
-			o.Systems = append(o.Systems, egress.GoRouter)
-		case "run", "gateway":
-			o.Systems = append(o.Systems, egress.Gateway)
-		case "rust":
-			o.Systems = append(o.Systems, egress.RustRouter)
-		default:
-			fail(2, fmt.Errorf("--systems: unknown system %q (allowed: router, run, rust)", s))
-		}
+	if o.Systems, err = benchkit.ParseSystems(*systems); err != nil {
+		benchkit.Fail(cmd, 2, err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := benchkit.SignalContext()
 	defer stop()
 	rep, err := egress.Run(ctx, o, scs)
 	if rep != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("picobridge: %s. Devices and publishers: Go zenohpath client sessions in the runner; impaired devices through eval/linkemu (rate both ways, queue %d B per direction, no loss, no delay). Latency = receive − send time in the payload (one clock).", *bin, *queue))
-		md := rep.Markdown()
-		fmt.Print(md)
-		if *out != "" {
-			if werr := os.WriteFile(*out, []byte(md), 0o644); werr != nil {
-				fail(1, werr)
-			}
+		if werr := benchkit.Emit(rep.Markdown(), *out); werr != nil {
+			benchkit.Fail(cmd, 1, werr)
 		}
 	}
 	if err != nil {
-		fail(1, err)
+		benchkit.Fail(cmd, 1, err)
 	}
-}
-
-func split(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func fail(code int, err error) {
-	fmt.Fprintln(os.Stderr, "egressbench:", err)
-	os.Exit(code)
 }

@@ -6,23 +6,17 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
+	"github.com/picobridge/picobridge/eval/benchkit"
 	"github.com/picobridge/picobridge/eval/fleet"
 )
 
-type multi []string
-
-func (m *multi) String() string     { return strings.Join(*m, " ") }
-func (m *multi) Set(s string) error { *m = append(*m, s); return nil }
+const cmd = "fleetbench"
 
 func main() {
 	fleet.RunChildIfRequested() // the load generator re-executes this binary
@@ -41,7 +35,7 @@ func main() {
 	dials := flag.Int("dials", 32, "concurrent dials of the load generator")
 	budget := flag.Duration("connect-budget", 180*time.Second, "deadline of a row's connect phase; sessions not open by then count as failed")
 	out := flag.String("out", "", "also write the Markdown report to this file")
-	var routerArgs, gatewayArgs multi
+	var routerArgs, gatewayArgs benchkit.Repeated
 	flag.Var(&routerArgs, "router-arg", "extra argument for `picobridge router` (repeatable)")
 	flag.Var(&gatewayArgs, "run-arg", "extra argument for `picobridge run` (repeatable), e.g. --run-arg=--devices-all-clients")
 	flag.Parse()
@@ -54,47 +48,30 @@ func main() {
 			}
 			return *rate
 		}}
-	for _, f := range strings.Split(*sessions, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
+	for _, f := range benchkit.SplitList(*sessions) {
+		n, err := strconv.Atoi(f)
 		if err != nil || n <= 0 {
-			fail(2, fmt.Errorf("--sessions: %q is not a positive number", f))
+			benchkit.Fail(cmd, 2, fmt.Errorf("--sessions: %q is not a positive number", f))
 		}
 		o.Sessions = append(o.Sessions, n)
 	}
-	for _, s := range strings.Split(*systems, ",") {
-		switch strings.TrimSpace(s) {
-		case "router":
-			o.Systems = append(o.Systems, fleet.GoRouter)
-		case "run", "gateway":
-			o.Systems = append(o.Systems, fleet.Gateway)
-		case "rust":
-			o.Systems = append(o.Systems, fleet.RustRouter)
-		default:
-			fail(2, fmt.Errorf("--systems: unknown system %q (allowed: router, run, rust)", s))
-		}
+	var err error
+	if o.Systems, err = benchkit.ParseSystems(*systems); err != nil {
+		benchkit.Fail(cmd, 2, err)
 	}
 	if *size+32 > *batch {
-		fail(2, fmt.Errorf("--size %d does not fit one --batch %d batch", *size, *batch))
+		benchkit.Fail(cmd, 2, fmt.Errorf("--size %d does not fit one --batch %d batch", *size, *batch))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := benchkit.SignalContext()
 	defer stop()
 	rep, err := fleet.Run(ctx, o)
 	if rep != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("picobridge: %s. Sessions: raw Zenoh client sessions (INIT batch %d, OPEN lease 10 s, one DeclareSubscriber on fleet/fan, no INTEREST) from one load generator process over %d source addresses; publisher: one raw session pushing %d B samples stamped with the send time (one clock). CPU from /proc/<pid>/stat over the fan-out window, RSS = VmRSS.", *bin, *batch, *sources, *size))
-		md := rep.Markdown()
-		fmt.Print(md)
-		if *out != "" {
-			if werr := os.WriteFile(*out, []byte(md), 0o644); werr != nil {
-				fail(1, werr)
-			}
+		if werr := benchkit.Emit(rep.Markdown(), *out); werr != nil {
+			benchkit.Fail(cmd, 1, werr)
 		}
 	}
 	if err != nil {
-		fail(1, err)
+		benchkit.Fail(cmd, 1, err)
 	}
-}
-
-func fail(code int, err error) {
-	fmt.Fprintln(os.Stderr, "fleetbench:", err)
-	os.Exit(code)
 }

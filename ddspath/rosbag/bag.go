@@ -188,6 +188,10 @@ func (b *Bag) openFile(path string) error {
 	if st.IsDir() {
 		return fmt.Errorf("%w: %s is a directory", ErrNotABag, path)
 	}
+	if !st.Mode().IsRegular() {
+		// A FIFO or a device (a metadata.yaml may name any path) would block the reader.
+		return fmt.Errorf("%w: %s is not a regular file (%s)", ErrNotABag, path, st.Mode().Type())
+	}
 	dsn, err := sqliteDSN(path)
 	if err != nil {
 		return fmt.Errorf("rosbag: %s: %w", path, err)

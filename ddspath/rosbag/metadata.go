@@ -51,12 +51,18 @@ type metaFile struct {
 	MessageCount int64      `yaml:"message_count"`
 }
 
-// readMetadata parses a metadata.yaml file.
+// readMetadata reads and parses a metadata.yaml file.
 func readMetadata(path string) (*Metadata, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("rosbag: %w", err) // the *fs.PathError names the file
 	}
+	return parseMetadata(path, raw)
+}
+
+// parseMetadata parses the text of a metadata.yaml file; path names it in errors, which wrap
+// ErrCorrupt.
+func parseMetadata(path string, raw []byte) (*Metadata, error) {
 	var doc struct {
 		Info *Metadata `yaml:"rosbag2_bagfile_information"`
 	}

@@ -169,6 +169,32 @@ func (p *Proc) WaitPrefix(timeout time.Duration, prefix string) (Line, error) {
 // Exited is closed when the process has exited.
 func (p *Proc) Exited() <-chan struct{} { return p.exited }
 
+// Lines returns a copy of every stdout line read so far.
+func (p *Proc) Lines() []Line {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.lines)
+}
+
+// Wait waits up to timeout for the process to exit on its own; an error when it is still
+// running.
+func (p *Proc) Wait(timeout time.Duration) error {
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("%s: still running after %v", p.Name, timeout)
+	}
+}
+
+// Kill closes stdin and sends SIGKILL at once (for children with no clean way out, such as
+// the zenoh-pico examples), then waits for the exit.
+func (p *Proc) Kill() {
+	_ = p.stdin.Close()
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
 // Stop closes stdin, then sends SIGTERM after grace and SIGKILL after another grace, and
 // waits for the exit.
 func (p *Proc) Stop(grace time.Duration) {
@@ -178,14 +204,7 @@ func (p *Proc) Stop(grace time.Duration) {
 		return
 	case <-time.After(grace):
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-		return
-	case <-time.After(grace):
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	p.Terminate(grace)
 }
 
 // Terminate sends SIGTERM at once (picobridge stops on it), then SIGKILL after grace.

@@ -83,6 +83,31 @@ func TestProcLinesAndStop(t *testing.T) {
 	require.ErrorIs(t, err, ErrExited)
 }
 
+// TestProcWaitLinesKill: Wait returns when the child exits by itself and errs while it
+// runs; Lines keeps every stdout line in order; Kill ends a child that ignores stdin.
+func TestProcWaitLinesKill(t *testing.T) {
+	p, err := Start("sh", nil, "sh", "-c", "echo one; echo two; echo three")
+	require.NoError(t, err)
+	require.NoError(t, p.Wait(30*time.Second))
+	var got []string
+	for _, l := range p.Lines() {
+		got = append(got, l.Text)
+	}
+	require.Equal(t, []string{"one", "two", "three"}, got)
+
+	s, err := Start("sleeper", nil, "sh", "-c", "trap '' TERM; echo up; exec sleep 300")
+	require.NoError(t, err)
+	_, err = s.WaitPrefix(30*time.Second, "up")
+	require.NoError(t, err)
+	require.ErrorContains(t, s.Wait(20*time.Millisecond), "sleeper: still running after 20ms")
+	s.Kill()
+	select {
+	case <-s.Exited():
+	default:
+		t.Fatal("Kill returned before the child exited")
+	}
+}
+
 func TestRaiseNoFile(t *testing.T) {
 	n, err := RaiseNoFile(64)
 	require.NoError(t, err)

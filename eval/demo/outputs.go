@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/picobridge/picobridge/eval/report"
 )
 
 // writeOutputs writes summary.json, samples.csv and the two plots into dir.
@@ -122,7 +124,7 @@ func plotLatencyCDF(path string, names []string, samples []sampleRec) error {
 		p.X.Scale = plot.LinearScale{}
 		p.X.Tick.Marker = plot.DefaultTicks{}
 	}
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	return report.Save(p, 8*vg.Inch, 5*vg.Inch, path)
 }
 
 func classLevel(c string) float64 {
@@ -147,6 +149,7 @@ func plotClasses(path string, names []string, col *collector, end time.Duration,
 	p := plot.New()
 	p.Title.Text = "Device class over time (probe classifier)"
 	p.X.Label.Text = "time since the fleet started (s)"
+	p.Y.Label.Text = "device class"
 	p.Y.Tick.Marker = classTicks{}
 	p.Y.Min, p.Y.Max = -0.3, 2.3
 	p.X.Min = 0
@@ -189,5 +192,5 @@ func plotClasses(path string, names []string, col *collector, end time.Duration,
 		p.Add(l)
 		p.Legend.Add(name, l)
 	}
-	return p.Save(8*vg.Inch, 4*vg.Inch, path)
+	return report.Save(p, 8*vg.Inch, 4*vg.Inch, path)
 }

@@ -14,22 +14,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/picobridge/picobridge/eval/benchkit"
 	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
-// System is a system under test.
-type System string
+// System is a system under test (benchkit.System).
+type System = benchkit.System
 
+// The systems: `picobridge router`; `picobridge run --no-dds` with a generated
+// configuration (devices.list, routes.critical for the critical streams, the device lanes);
+// the stock Rust router.
 const (
-	// GoRouter is `picobridge router` (the plain Go router, no lanes).
-	GoRouter System = "picobridge router"
-	// Gateway is `picobridge run --no-dds` with a generated configuration: devices.list,
-	// routes.critical for the critical streams, the device lanes.
-	Gateway System = "picobridge run"
-	// RustRouter is eclipse-zenoh 1.x in router mode (Python process hosting the Rust
-	// runtime), as zbench and internal/interop start it.
-	RustRouter System = "rust router"
+	GoRouter   = benchkit.GoRouter
+	Gateway    = benchkit.Gateway
+	RustRouter = benchkit.RustRouter
 )
 
 // Stream is one publication: a Go zenohpath publisher putting Size-byte payloads on Key at

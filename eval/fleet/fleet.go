@@ -23,13 +23,14 @@ import (
 	"github.com/picobridge/picobridge/eval/zbench"
 )
 
-// System under test.
-type System string
+// System under test (benchkit.System).
+type System = benchkit.System
 
+// The systems: `picobridge router`, `picobridge run`, the stock Rust router.
 const (
-	GoRouter   System = "picobridge router"
-	Gateway    System = "picobridge run"
-	RustRouter System = "rust router"
+	GoRouter   = benchkit.GoRouter
+	Gateway    = benchkit.Gateway
+	RustRouter = benchkit.RustRouter
 )
 
 // Options configure Run.

@@ -148,6 +148,12 @@ type profileEntry struct {
 	ReturnDelayMs msJitter `yaml:"return_delay_ms"`
 }
 
+// Bounds of a profiles file's numbers: 1 Tbit/s, one hour.
+const (
+	maxBandwidthKbit = 1e9
+	maxDelayMs       = 3.6e6
+)
+
 // ParseProfiles decodes a profiles file in the format of the embedded
 // profiles.yaml (unknown keys are errors) and validates each profile.
 func ParseProfiles(b []byte) ([]Profile, error) {
@@ -164,8 +170,20 @@ func ParseProfiles(b []byte) ([]Profile, error) {
 			return nil, fmt.Errorf("profiles[%d]: duplicate name %q", i, e.Name)
 		}
 		seen[e.Name] = true
-		if e.BandwidthKbit < 0 {
-			return nil, fmt.Errorf("profiles[%d] %s: bandwidth_kbit: must be >= 0 (got %v)", i, e.Name, e.BandwidthKbit)
+		for _, v := range []struct {
+			key string
+			v   float64
+			max float64
+		}{
+			{"bandwidth_kbit", e.BandwidthKbit, maxBandwidthKbit},
+			{"delay_ms.mean", e.DelayMs.Mean, maxDelayMs}, {"delay_ms.sd", e.DelayMs.SD, maxDelayMs},
+			{"return_delay_ms.mean", e.ReturnDelayMs.Mean, maxDelayMs}, {"return_delay_ms.sd", e.ReturnDelayMs.SD, maxDelayMs},
+		} {
+			// Checked before the conversion to integer units, which is undefined for NaN,
+			// ±Inf and out-of-range values (and differs between amd64 and arm64).
+			if !(v.v >= 0 && v.v <= v.max) {
+				return nil, fmt.Errorf("profiles[%d] %s: %s: must be a number in [0, %g] (got %v)", i, e.Name, v.key, v.max, v.v)
+			}
 		}
 		im := Impairment{Loss: e.GE, Rate: Bitrate(e.BandwidthKbit * float64(Kbit)), Delay: e.DelayMs.jitter()}
 		p := Profile{Name: e.Name, ToDevice: im, ToGateway: im}

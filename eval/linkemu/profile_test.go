@@ -68,3 +68,20 @@ func TestCheckLoopback(t *testing.T) {
 	_, _, err = ParseEndpoint("udp/10.1.1.1:7447")
 	require.ErrorIs(t, err, ErrNotLoopback)
 }
+
+// TestParseProfilesRejectsNonFinite: NaN, ±Inf and huge numbers are errors naming the key,
+// on every architecture (the float → integer conversion is undefined for them: on amd64 it
+// gave a negative rate or delay, on arm64 NaN became 0 and was accepted).
+func TestParseProfilesRejectsNonFinite(t *testing.T) {
+	for in, want := range map[string]string{
+		"bandwidth_kbit: .nan":          "bandwidth_kbit: must be a number in [0, 1e+09] (got NaN)",
+		"bandwidth_kbit: .inf":          "bandwidth_kbit: must be a number in [0, 1e+09] (got +Inf)",
+		"bandwidth_kbit: 1e300":         "bandwidth_kbit: must be a number in [0, 1e+09] (got 1e+300)",
+		"delay_ms: {mean: .nan}":        "delay_ms.mean: must be a number in [0, 3.6e+06] (got NaN)",
+		"delay_ms: {sd: -.inf}":         "delay_ms.sd: must be a number in [0, 3.6e+06] (got -Inf)",
+		"return_delay_ms: {mean: 1e20}": "return_delay_ms.mean: must be a number in [0, 3.6e+06] (got 1e+20)",
+	} {
+		_, err := ParseProfiles([]byte("profiles:\n  - name: x\n    " + in + "\n"))
+		require.EqualError(t, err, "profiles[0] x: "+want, in)
+	}
+}

@@ -98,7 +98,7 @@ func Lines(path, title, xlabel, ylabel string, logX bool, series []Series) error
 		}
 		p.X.Min, p.X.Max = lo, hi
 	}
-	return p.Save(width, height, path)
+	return Save(p, width, height, path)
 }
 
 // Bars draws grouped bars: one group per category (x axis), one bar per group name; values
@@ -144,15 +144,16 @@ func Bars(path, title, ylabel string, categories, groups []string, values [][]fl
 	}
 	p.NominalX(categories...)
 	p.Add(plotter.NewGrid())
-	return p.Save(width, height, path)
+	return Save(p, width, height, path)
 }
 
-// Steps draws step series (already expanded into corners) with named y levels, and
-// vertical shaded spans (e.g. the impaired periods of a toggle run).
-func Steps(path, title, xlabel string, levels []string, series []Series, spans [][2]float64) error {
+// Steps draws step series (already expanded into corners) with named y levels (the y axis
+// labelled ylabel), and vertical shaded spans (e.g. the impaired periods of a toggle run).
+func Steps(path, title, xlabel, ylabel string, levels []string, series []Series, spans [][2]float64) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
 	var ticks []plot.Tick
 	for i, l := range levels {
 		ticks = append(ticks, plot.Tick{Value: float64(i), Label: l})
@@ -184,5 +185,5 @@ func Steps(path, title, xlabel string, levels []string, series []Series, spans [
 		p.Legend.Add("impaired", sw)
 	}
 	p.Legend.Top = true
-	return p.Save(width, height, path)
+	return Save(p, width, height, path)
 }

@@ -1,12 +1,14 @@
 package report
 
 import (
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 func pngOK(t *testing.T, path string) {
@@ -35,7 +37,7 @@ func TestPlotsWritePNG(t *testing.T) {
 	require.NoError(t, Bars(p, "p95", "ms", []string{"clean", "mild"}, []string{"a", "b"}, [][]float64{{1, 2}, {math.NaN(), 3000}}, true))
 	pngOK(t, p)
 	p = filepath.Join(dir, "steps.png")
-	require.NoError(t, Steps(p, "state", "s", []string{"UNKNOWN", "NONCRITICAL", "CRITICAL"},
+	require.NoError(t, Steps(p, "state", "s", "device class", []string{"UNKNOWN", "NONCRITICAL", "CRITICAL"},
 		[]Series{{Name: "dev", X: []float64{0, 2, 2, 60}, Y: []float64{0, 0, 2, 2}}}, [][2]float64{{10, 20}}))
 	pngOK(t, p)
 }
@@ -48,4 +50,38 @@ func TestThin(t *testing.T) {
 	xy := thin(x, x)
 	require.LessOrEqual(t, len(xy), maxPoints+1)
 	require.Equal(t, 9999.0, xy[len(xy)-1].X)
+}
+
+// TestSaveLeavesMargin: everything Save draws lies inside Margin: the border of the image
+// is blank on all four sides (gonum alone draws the title and the widest tick label flush
+// with the edge, where they were clipped), and the plot is drawn within it.
+func TestSaveLeavesMargin(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "steps.png")
+	require.NoError(t, Steps(p, "classifier state of the impaired device, a long run name", "time (s)", "device class",
+		[]string{"UNKNOWN", "NONCRITICAL", "CRITICAL"},
+		[]Series{{Name: "dev", X: []float64{0, 2, 2, 60}, Y: []float64{0, 0, 2, 2}}}, [][2]float64{{10, 60}}))
+	f, err := os.Open(p)
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	b := img.Bounds()
+	px := int(Margin.Dots(vgimg.DefaultDPI)) - 1 // the last pixel may be antialiased
+	blank := func(x, y int) bool {
+		r, g, bl, _ := img.At(x, y).RGBA()
+		return r == 0xffff && g == 0xffff && bl == 0xffff
+	}
+	inked := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			border := x < b.Min.X+px || x >= b.Max.X-px || y < b.Min.Y+px || y >= b.Max.Y-px
+			if border && !blank(x, y) {
+				t.Fatalf("pixel (%d,%d) drawn within the %d px margin of a %v image", x, y, px, b)
+			}
+			if !border && !blank(x, y) {
+				inked++
+			}
+		}
+	}
+	require.Greater(t, inked, b.Dx()*b.Dy()/50, "the plot is drawn inside the margin")
 }

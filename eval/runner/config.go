@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/picobridge/picobridge/ddspath/rosbag/rosbagtest"
+	"github.com/picobridge/picobridge/eval/benchkit"
 )
 
 // Levels are the impairment levels of every experiment, in table order.
@@ -87,16 +87,8 @@ func (c Config) wants(id string) bool {
 	return len(c.Only) == 0 || slices.Contains(c.Only, id)
 }
 
-// ParseOnly splits "exp1,exp3".
-func ParseOnly(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+// ParseOnly splits "exp1,exp3" (spaces trimmed, empty items dropped).
+func ParseOnly(s string) []string { return benchkit.SplitList(s) }
 
 // domainID picks a DDS domain id for one run: 20–219 at random (docs/dds.md: the range test
 // processes share), so that parallel test binaries rarely meet.

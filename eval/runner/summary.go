@@ -222,7 +222,7 @@ func writePlots(dir string, rows []Row) ([]string, error) {
 			spans = append(spans, [2]float64{float64(tg.AtNs-r.Res.StartNs) / 1e9, float64(end-r.Res.StartNs) / 1e9})
 		}
 		name := "classifier-" + r.Res.Run + ".png"
-		keep(name, report.Steps(filepath.Join(dir, name), "classifier state of the impaired device, "+r.Res.Run, "time (s)",
+		keep(name, report.Steps(filepath.Join(dir, name), "classifier state of the impaired device, "+r.Res.Run, "time (s)", "device class",
 			[]string{"UNKNOWN", "NONCRITICAL", "CRITICAL"}, []report.Series{{Name: "impaired device", X: ts, Y: lv}}, spans))
 	}
 	return plots, firstErr

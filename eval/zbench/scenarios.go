@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/picobridge/picobridge/eval/benchkit"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -29,25 +30,25 @@ func (b *bench) roundTrips() int {
 // subscriber counts samples for Duration after Warmup.
 func (b *bench) pyThroughput(ctx context.Context, ep string, size int, w *window) (measurement, error) {
 	var m measurement
-	sub, err := startProc("py sub", nil, b.python("sub", "--connect", ep, "--key", "bench/thr",
+	sub, err := benchkit.Start("py sub", nil, b.python("sub", "--connect", ep, "--key", "bench/thr",
 		"--warmup", secs(b.o.Warmup), "--duration", secs(b.o.Duration))...)
 	if err != nil {
 		return m, err
 	}
-	defer sub.stop(3 * time.Second)
-	if _, err := sub.waitEvent("ready", startTimeout); err != nil {
+	defer sub.Stop(3 * time.Second)
+	if _, err := waitEvent(sub, "ready", startTimeout); err != nil {
 		return m, err
 	}
-	pub, err := startProc("py pub", nil, b.python("pub", "--connect", ep, "--key", "bench/thr", "--size", strconv.Itoa(size))...)
+	pub, err := benchkit.Start("py pub", nil, b.python("pub", "--connect", ep, "--key", "bench/thr", "--size", strconv.Itoa(size))...)
 	if err != nil {
 		return m, err
 	}
-	defer pub.stop(3 * time.Second)
-	if _, err := sub.waitEvent("window", startTimeout+b.o.Warmup); err != nil {
+	defer pub.Stop(3 * time.Second)
+	if _, err := waitEvent(sub, "window", startTimeout+b.o.Warmup); err != nil {
 		return m, err
 	}
 	w.begin()
-	done, err := sub.waitEvent("done", startTimeout+b.o.Duration)
+	done, err := waitEvent(sub, "done", startTimeout+b.o.Duration)
 	if err != nil {
 		return m, err
 	}
@@ -160,22 +161,22 @@ func quantile(xs []float64, q float64) float64 {
 // pyLatency: zbench.py ping and pong (express publishers) through the router.
 func (b *bench) pyLatency(ctx context.Context, ep string, size int, w *window) (measurement, error) {
 	var m measurement
-	pong, err := startProc("py pong", nil, b.python("pong", "--connect", ep)...)
+	pong, err := benchkit.Start("py pong", nil, b.python("pong", "--connect", ep)...)
 	if err != nil {
 		return m, err
 	}
-	defer pong.stop(3 * time.Second)
-	if _, err := pong.waitEvent("ready", startTimeout); err != nil {
+	defer pong.Stop(3 * time.Second)
+	if _, err := waitEvent(pong, "ready", startTimeout); err != nil {
 		return m, err
 	}
 	n := b.roundTrips()
-	ping, err := startProc("py ping", nil, b.python("ping", "--connect", ep, "--size", strconv.Itoa(size),
+	ping, err := benchkit.Start("py ping", nil, b.python("ping", "--connect", ep, "--size", strconv.Itoa(size),
 		"--count", strconv.Itoa(n), "--warmup", strconv.Itoa(max(n/10, 10)))...)
 	if err != nil {
 		return m, err
 	}
-	defer ping.stop(3 * time.Second)
-	done, err := ping.waitEvent("done", startTimeout+time.Duration(n)*10*time.Millisecond)
+	defer ping.Stop(3 * time.Second)
+	done, err := waitEvent(ping, "done", startTimeout+time.Duration(n)*10*time.Millisecond)
 	if err != nil {
 		return m, err
 	}
@@ -249,7 +250,7 @@ func (b *bench) goLatency(ctx context.Context, ep string, size int, w *window) (
 	return m, percentiles(&m, rtts)
 }
 
-func (b *bench) pico(name string, args ...string) (*proc, error) {
+func (b *bench) pico(name string, args ...string) (*benchkit.Proc, error) {
 	bin := filepath.Join(b.o.PicoDir, name)
 	if _, err := os.Stat(bin); err != nil {
 		return nil, err
@@ -259,7 +260,7 @@ func (b *bench) pico(name string, args ...string) (*proc, error) {
 	if sb, err := exec.LookPath("stdbuf"); err == nil {
 		argv = append([]string{sb, "-oL"}, argv...)
 	}
-	return startProc(name, nil, argv...)
+	return benchkit.Start(name, nil, argv...)
 }
 
 func picoEP(ep string) string { return ep } // pico takes tcp/HOST:PORT as we write it
@@ -272,19 +273,19 @@ func (b *bench) picoThroughput(ctx context.Context, ep string, size int, w *wind
 	if err != nil {
 		return m, err
 	}
-	defer sub.kill()
+	defer sub.Kill()
 	time.Sleep(500 * time.Millisecond) // z_sub_thr prints nothing once declared
 	pub, err := b.pico("z_pub_thr", "-e", picoEP(ep), "-s", strconv.Itoa(size))
 	if err != nil {
 		return m, err
 	}
-	defer pub.kill()
+	defer pub.Kill()
 	isNum := func(s string) bool { _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); return err == nil }
-	first, err := sub.waitLine(startTimeout, isNum)
+	first, err := sub.WaitLine(startTimeout, isNum)
 	if err != nil {
-		return m, fmt.Errorf("z_sub_thr reported nothing: %w (z_pub_thr: %s)", err, pub.tail())
+		return m, fmt.Errorf("z_sub_thr reported nothing: %w (%s)", err, pub.Tail())
 	}
-	from := first.at.Add(b.o.Warmup)
+	from := first.At.Add(b.o.Warmup)
 	to := from.Add(b.o.Duration)
 	time.Sleep(time.Until(from))
 	w.begin()
@@ -295,11 +296,11 @@ func (b *bench) picoThroughput(ctx context.Context, ep string, size int, w *wind
 	// sample: the delivered total is the sum of rate×100 ms, and stalls count as zero.
 	var total float64
 	var n int
-	for _, l := range sub.allLines() {
-		if l.at.Before(from) || l.at.After(to) {
+	for _, l := range sub.Lines() {
+		if l.At.Before(from) || l.At.After(to) {
 			continue
 		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(l.text), 64); err == nil {
+		if v, err := strconv.ParseFloat(strings.TrimSpace(l.Text), 64); err == nil {
 			total += v * picoInterval.Seconds()
 			n++
 		}
@@ -321,8 +322,8 @@ func (b *bench) picoLatency(ctx context.Context, ep string, size int, w *window)
 	if err != nil {
 		return m, err
 	}
-	defer pong.kill()
-	if _, err := pong.waitLine(startTimeout, func(s string) bool { return strings.Contains(s, "Pong app is running") }); err != nil {
+	defer pong.Kill()
+	if _, err := pong.WaitLine(startTimeout, func(s string) bool { return strings.Contains(s, "Pong app is running") }); err != nil {
 		return m, err
 	}
 	n := b.roundTrips()
@@ -330,20 +331,20 @@ func (b *bench) picoLatency(ctx context.Context, ep string, size int, w *window)
 	if err != nil {
 		return m, err
 	}
-	defer ping.kill()
-	if err := ping.wait(startTimeout + time.Duration(n)*10*time.Millisecond); err != nil {
+	defer ping.Kill()
+	if err := ping.Wait(startTimeout + time.Duration(n)*10*time.Millisecond); err != nil {
 		return m, err
 	}
 	var rtts []float64
-	for _, l := range ping.allLines() {
-		s := strings.TrimSpace(l.text)
+	for _, l := range ping.Lines() {
+		s := strings.TrimSpace(l.Text)
 		if s != "" && strings.Trim(s, "0123456789") == "" {
 			v, _ := strconv.ParseFloat(s, 64)
 			rtts = append(rtts, v)
 		}
 	}
 	if len(rtts) != n {
-		return m, fmt.Errorf("z_ping printed %d round trips, want %d; %s", len(rtts), n, ping.tail())
+		return m, fmt.Errorf("z_ping printed %d round trips, want %d; %s", len(rtts), n, ping.Tail())
 	}
 	return m, percentiles(&m, rtts)
 }

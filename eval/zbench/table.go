@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/picobridge/picobridge/eval/benchkit"
 )
 
 func numCPU() int { return runtime.NumCPU() }
@@ -56,7 +58,7 @@ func (r *Report) Markdown() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "zbench %s, %.0fs: window %v (warmup %v) per throughput measurement, %d round trips per latency measurement, median of %d runs per router; %s, load average %s at end.\n\n",
 		r.Start.UTC().Format("2006-01-02 15:04 UTC"), r.Elapsed.Seconds(), r.Options.Duration, r.Options.Warmup,
-		min(max(int(r.Options.Duration.Seconds()*400), 50), 5000), r.Options.Repeat, r.Env, loadAvg())
+		min(max(int(r.Options.Duration.Seconds()*400), 50), 5000), r.Options.Repeat, r.Env, benchkit.LoadAvg())
 	if r.Options.Picobridge != "" {
 		sb.WriteString("Go router: `" + r.Options.Picobridge + " router` as a child process (defaults, metrics on). ")
 	} else {

@@ -15,8 +15,6 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/picobridge/picobridge/eval/benchkit"
 	"github.com/picobridge/picobridge/internal/testpki"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/transport"
@@ -388,63 +387,41 @@ func (b *bench) measure(ctx context.Context, sc scenario, k Kind, size int) (mea
 	if err != nil {
 		return measurement{}, err
 	}
-	var r *proc
+	var r *benchkit.Proc
 	if k == GoRouter && b.o.Picobridge != "" {
 		hport, err := freeEndpoint()
 		if err != nil {
 			return measurement{}, err
 		}
 		h := strings.TrimPrefix(hport, "tcp/")
-		if r, err = startProc("picobridge router", nil, append([]string{b.o.Picobridge, "router", "-l", ep, "--metrics", h, "--log-level", "error"}, b.routerTLSFlags()...)...); err != nil {
+		if r, err = benchkit.Start("picobridge router", nil, append([]string{b.o.Picobridge, "router", "-l", ep, "--metrics", h, "--log-level", "error"}, b.routerTLSFlags()...)...); err != nil {
 			return measurement{}, err
 		}
-		defer r.stop(3 * time.Second)
-		if err := waitHTTP("http://"+h+"/metrics", 30*time.Second, r.exited); err != nil {
-			return measurement{}, fmt.Errorf("%w; %s", err, r.tail())
+		defer r.Stop(3 * time.Second)
+		if err := benchkit.WaitHTTP("http://"+h+"/metrics", 30*time.Second, r.Exited()); err != nil {
+			return measurement{}, fmt.Errorf("%w; %s", err, r.Tail())
 		}
 		return b.measureOn(ctx, sc, r, ep, size)
 	}
 	if k == GoRouter {
 		argv := b.o.GoRouter
-		r, err = startProc("go router", append([]string{ChildEnv + "=router", ListenEnv + "=" + ep}, b.childTLSEnv()...), argv...)
+		r, err = benchkit.Start("go router", append([]string{ChildEnv + "=router", ListenEnv + "=" + ep}, b.childTLSEnv()...), argv...)
 	} else {
-		r, err = startProc("rust router", nil, b.python("router", "--listen", ep)...)
+		r, err = benchkit.Start("rust router", nil, b.python("router", "--listen", ep)...)
 	}
 	if err != nil {
 		return measurement{}, err
 	}
-	defer r.stop(3 * time.Second)
-	if _, err := r.waitEvent("ready", 30*time.Second); err != nil {
+	defer r.Stop(3 * time.Second)
+	if _, err := waitEvent(r, "ready", 30*time.Second); err != nil {
 		return measurement{}, err
 	}
 	return b.measureOn(ctx, sc, r, ep, size)
 }
 
-// waitHTTP polls url until it answers 200, the process exits or timeout passes.
-func waitHTTP(url string, timeout time.Duration, exited <-chan struct{}) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("GET %s: not ready after %v", url, timeout)
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("GET %s: %w", url, errExited)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
 // measureOn runs one side of sc on the router r listening at ep.
-func (b *bench) measureOn(ctx context.Context, sc scenario, r *proc, ep string, size int) (measurement, error) {
-	w := &window{pid: r.pid()}
+func (b *bench) measureOn(ctx context.Context, sc scenario, r *benchkit.Proc, ep string, size int) (measurement, error) {
+	w := &window{pid: r.PID()}
 	m, err := sc.run(ctx, ep, size, w)
 	if err != nil {
 		return m, err
@@ -456,13 +433,13 @@ func (b *bench) measureOn(ctx context.Context, sc scenario, r *proc, ep string, 
 		if !w.ended {
 			return m, fmt.Errorf("%s: measurement window not marked", sc.name)
 		}
-		cpu := (w.after.cpu - w.before.cpu).Seconds()
+		cpu := (w.after.CPU - w.before.CPU).Seconds()
 		wall := w.t1.Sub(w.t0).Seconds()
 		m.set("router CPU %", 100*cpu/wall)
 		if rate := m.values["msgs/s"]; rate > 0 {
 			m.set("router CPU µs/msg", 1e6*cpu/(rate*wall))
 		}
-		m.set("router peak RSS MiB", float64(w.after.peakRSS)/(1<<20))
+		m.set("router peak RSS MiB", float64(w.after.PeakRSS)/(1<<20))
 	}
 	return m, nil
 }
@@ -471,7 +448,7 @@ func (b *bench) measureOn(ctx context.Context, sc scenario, r *proc, ep string, 
 // throughput row begins and ends.
 type window struct {
 	pid           int
-	before, after usage
+	before, after benchkit.Usage
 	t0, t1        time.Time
 	ended         bool
 	err           error
@@ -479,13 +456,13 @@ type window struct {
 
 func (w *window) begin() {
 	w.t0 = time.Now()
-	u, err := readUsage(w.pid)
+	u, err := benchkit.ReadUsage(w.pid)
 	w.before, w.err = u, err
 }
 
 func (w *window) end() {
 	w.t1 = time.Now()
-	u, err := readUsage(w.pid)
+	u, err := benchkit.ReadUsage(w.pid)
 	w.after, w.ended = u, true
 	if w.err == nil {
 		w.err = err
@@ -498,25 +475,15 @@ func (b *bench) python(args ...string) []string {
 
 // freeEndpoint picks a free loopback TCP port.
 func freeEndpoint() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := benchkit.FreePort()
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return "tcp/" + l.Addr().String(), nil
-}
-
-func loadAvg() string {
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		if f := strings.Fields(string(b)); len(f) >= 3 {
-			return strings.Join(f[:3], " ")
-		}
-	}
-	return "?"
+	return fmt.Sprintf("tcp/127.0.0.1:%d", port), nil
 }
 
 func envLine(zenohVersion string) string {
-	return fmt.Sprintf("%d cores, load average %s at start, eclipse-zenoh %s", numCPU(), loadAvg(), zenohVersion)
+	return fmt.Sprintf("%d cores, load average %s at start, eclipse-zenoh %s", numCPU(), benchkit.LoadAvg(), zenohVersion)
 }
 
 // WriteDriver writes the embedded zbench.py (the Rust Zenoh side: router, pub, sub, ping,

@@ -59,12 +59,6 @@ func TestTableFormat(t *testing.T) {
 	require.Equal(t, "SKIP: x not set", rows[2][2])
 }
 
-func TestReadUsage(t *testing.T) {
-	u, err := readUsage(os.Getpid())
-	require.NoError(t, err)
-	require.Positive(t, u.peakRSS)
-}
-
 // TestRunQuick runs every scenario once with a tiny window through both routers and checks
 // that the table is well formed and that every measured row has non-zero numbers on both
 // sides. No timing thresholds.

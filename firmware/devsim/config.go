@@ -36,7 +36,7 @@ type DeviceConfig struct {
 	// NoProbeResponder turns off the probe responder (default on).
 	NoProbeResponder bool `yaml:"no_probe_responder" json:"no_probe_responder,omitempty"`
 	// Replicas > 1 makes that many devices of this one, named <name>-0 …
-	// <name>-<n-1> (Expand).
+	// <name>-<n-1> (Expand); at most MaxReplicas.
 	Replicas int `yaml:"replicas" json:"replicas,omitempty"`
 	// ReconnectInterval is the pause between connection attempts
 	// (zenoh-pico auto-reconnect); default DefaultReconnectInterval.
@@ -57,10 +57,12 @@ type Subscription struct {
 type Publication struct {
 	// Key is the (non-wildcard) key published on.
 	Key string `yaml:"key" json:"key"`
-	// RateHz is the publish rate in samples per second (> 0).
+	// RateHz is the publish rate in samples per second, > 0 and at most
+	// MaxRateHz (Interval is its period).
 	RateHz float64 `yaml:"rate_hz" json:"rate_hz"`
 	// Size is the serialized sample size in bytes (CDR with a
-	// std_msgs/Header first; at least the header). Default 64.
+	// std_msgs/Header first; at least the header). Default 64, at most
+	// MaxSampleSize.
 	Size int `yaml:"size" json:"size,omitempty"`
 	// Express is the publisher's tx_express QoS: each sample bypasses the
 	// TX batch and goes out in its own send.
@@ -83,6 +85,25 @@ const (
 	// maxKeyLen is zenoh-pico's Z_MAX_KEYEXPR_LENGTH (zenoh-wire.md §14.2).
 	maxKeyLen = 256
 )
+
+// Publication bounds, checked by Validate: the publish period 1/RateHz is at
+// least a microsecond (a larger rate, +Inf or NaN would give the ticker a
+// period of zero or less), and a sample is built in memory at its full size.
+const (
+	MaxRateHz     = 1e6
+	MaxSampleSize = 16 << 20 // bytes
+)
+
+// Interval is the publication's period, 1/RateHz (positive for a Publication
+// that passed Validate).
+func (p Publication) Interval() time.Duration {
+	return time.Duration(float64(time.Second) / p.RateHz)
+}
+
+// MaxReplicas bounds DeviceConfig.Replicas: a fleet file is checked against it before
+// it is expanded, so a typo such as `replicas: 2000000000` is an error, not an
+// allocation of that many devices.
+const MaxReplicas = 10000
 
 // NamePlaceholder in a subscription or publication key is replaced by the
 // device's name (Expand), so that replicas publish on their own keys.
@@ -128,8 +149,8 @@ func (c *DeviceConfig) Validate() error {
 	if c.Platform == "" && c.Board == "" {
 		bad("platform or board is required")
 	}
-	if c.Replicas < 0 || c.Replicas > 10000 {
-		bad("replicas must be 0..10000 (got %d)", c.Replicas)
+	if err := c.checkReplicas(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Drain < 0 {
 		bad("drain must be >= 0 (got %s)", c.Drain)
@@ -148,14 +169,25 @@ func (c *DeviceConfig) Validate() error {
 			bad("publications[%d].key %q: published twice", i, p.Key)
 		}
 		seen[p.Key] = true
-		if p.RateHz <= 0 {
-			bad("publications[%d].rate_hz must be > 0 (got %g)", i, p.RateHz)
+		if !(p.RateHz > 0 && p.RateHz <= MaxRateHz) { // also NaN
+			bad("publications[%d].rate_hz must be > 0 and <= %g (got %g)", i, float64(MaxRateHz), p.RateHz)
 		}
-		if p.Size < 0 {
-			bad("publications[%d].size must be >= 0 (got %d)", i, p.Size)
+		if p.Size < 0 || p.Size > MaxSampleSize {
+			bad("publications[%d].size must be 0..%d bytes (got %d)", i, MaxSampleSize, p.Size)
+		}
+		if p.Count < 0 {
+			bad("publications[%d].count must be >= 0 (got %d)", i, p.Count)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkReplicas reports a Replicas outside 0..MaxReplicas.
+func (c *DeviceConfig) checkReplicas() error {
+	if c.Replicas < 0 || c.Replicas > MaxReplicas {
+		return fmt.Errorf("device %q: replicas must be 0..%d (got %d)", c.Name, MaxReplicas, c.Replicas)
+	}
+	return nil
 }
 
 func hasWild(k string) bool {

@@ -621,7 +621,7 @@ func (c *conn) matched(i int) bool { return len(c.match[i]) > 0 }
 
 // publishLoop publishes one publication at its rate.
 func (d *Device) publishLoop(ctx context.Context, p *publisher) {
-	t := time.NewTicker(time.Duration(float64(time.Second) / p.cfg.RateHz))
+	t := time.NewTicker(p.cfg.Interval())
 	defer t.Stop()
 	for n := 0; p.cfg.Count == 0 || n < p.cfg.Count; n++ {
 		select {

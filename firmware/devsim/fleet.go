@@ -43,6 +43,11 @@ func ParseFleetConfig(name string, data []byte) (*FleetConfig, error) {
 	var devs []DeviceConfig
 	var errs []error
 	for i, dc := range fc.Devices {
+		// Expand resets Replicas, so its bound is checked here, before it allocates.
+		if err := dc.checkReplicas(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: devices[%d]: %w", name, i, err))
+			continue
+		}
 		for _, e := range dc.Expand() {
 			if err := e.Validate(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: devices[%d]: %w", name, i, err))

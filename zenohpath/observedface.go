@@ -1,11 +1,11 @@
 package zenohpath
 
-// Hooks for the gateway assembly (bridge/server), kept apart from the
-// router's own files: observe accepted faces (open, subscriber changes,
-// close), send a message to one face, and route a bridge-originated PUSH to
-// every subscribed face except the ones the gateway serves itself (devices,
-// through their egress lanes). Nothing here changes how the router routes
-// messages between faces.
+// Observed faces: a listener whose accepted faces are reported to a
+// FaceObserver (open, subscriber changes, close), a Face handle to send a
+// message to one face or divert the PUTs routed to it, and
+// Session.PublishRemote, which routes a locally originated PUSH to every
+// subscribed face except the ones the caller skips. Nothing here changes how
+// the router routes messages between faces.
 
 import (
 	"context"
