@@ -117,6 +117,9 @@ func (r *Router) Endpoints() []string {
 }
 
 func (r *Router) accept(s *transport.Session) transport.Handler {
+	if r.refuseUnsupported(s, false) {
+		return nil
+	}
 	h := newFaceHandler(r)
 	f, ok := r.addFace(sessionLink{s}, s.PeerZID(), s.PeerWhatAmI(), false)
 	if !ok {
