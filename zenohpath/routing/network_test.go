@@ -11,9 +11,9 @@ import (
 // sim connects Networks through numbered links and delivers what they
 // send (encoded and decoded, as on the wire) until nothing is left.
 type sim struct {
-	t     *testing.T
-	nets  map[wire.ZID]*Network
-	peer  map[*Network]map[LinkID]struct {
+	t    *testing.T
+	nets map[wire.ZID]*Network
+	peer map[*Network]map[LinkID]struct {
 		n  *Network
 		id LinkID
 	}
