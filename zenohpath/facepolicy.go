@@ -48,7 +48,3 @@ func (r *Router) refuseUnsupported(s *transport.Session, dialled bool) bool {
 	_ = s.Close(transport.ReasonUnsupported)
 	return true
 }
-
-// meshOn reports whether router↔router link-state runs (not yet: every
-// router remote that dials us is refused).
-func (r *Router) meshOn() bool { return false }

@@ -69,7 +69,7 @@ func (r *Router) handleRequest(f *face, m *wire.Request) {
 		f.send(&wire.ResponseFinal{ID: m.ID}, controlOptions, "response_final")
 		return
 	}
-	targets := r.queryTargets(key, f, m.Target)
+	targets, nodeID, hasNodeID := r.meshQueryTargets(r.queryTargets(key, f, m.Target), key, f, m)
 	if len(targets) == 0 {
 		r.mu.Unlock()
 		r.metrics.droppedInc(dropNoRoute)
@@ -108,6 +108,7 @@ func (r *Router) handleRequest(f *face, m *wire.Request) {
 	o := dataOptions(m.EffectiveQoS())
 	for i, g := range targets {
 		out.ID = rids[i]
+		out.HasNodeID, out.NodeID = g.mesh && hasNodeID, nodeID // router↔router only (mesh.go)
 		g.send(&out, o, "request")
 	}
 }
