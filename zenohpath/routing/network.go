@@ -2,6 +2,8 @@ package routing
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"fmt"
 	"slices"
 	"sort"
@@ -364,8 +366,9 @@ func (n *Network) prune() []wire.ZID {
 	return gone
 }
 
-// weight is the cost of edge i–j (§1.6: 100 unless weights are configured,
-// which we neither send nor read yet, times Rust's tie-breaking factor).
+// weight is the cost of edge i–j (§1.6: 100, as no weights are configured
+// here and received ones are not read yet, times Rust's tie-breaking
+// factor).
 func (n *Network) weight(i, j int) float64 {
 	return DefaultWeight * tieFactor(n.nodes[i].zid, n.nodes[j].zid)
 }
@@ -578,9 +581,81 @@ func (n *Network) EdgeWeight(z wire.ZID) (float64, bool) {
 	return n.weight(0, j), true
 }
 
-// tieFactor is Rust's tie-breaking multiplier of an edge's cost (§1.6:
-// 1 + 0.01 × a hash of the two zids). Not reproduced yet: 1, so equal-cost
-// paths are broken by node index here and by the hash in Rust; in a mesh
-// with equal-cost redundant paths a Go router and a Rust router may pick
-// different trees.
-func tieFactor(a, b wire.ZID) float64 { return 1 }
+// tieFactor is Rust's tie-breaking multiplier of an edge's cost
+// (zenoh-mesh-auth.md §1.6; update_edge in zenoh's network.rs): 1 + 0.01 ×
+// h / (2³²−1), with h the low 32 bits of SipHash-1-3 (keys 0, 0: Rust's
+// DefaultHasher) over the 16 little-endian bytes of the smaller zid (as a
+// u128) then those of the larger. Computing the same costs as the Rust
+// routers makes every router of a mesh pick the same tree among
+// equal-hop paths.
+func tieFactor(a, b wire.ZID) float64 {
+	la, lb := zid16(a), zid16(b)
+	if zidLess(lb, la) {
+		la, lb = lb, la
+	}
+	var msg [32]byte
+	copy(msg[:16], la[:])
+	copy(msg[16:], lb[:])
+	h := uint32(sip13(msg[:]))
+	return 1 + 0.01*(float64(h)/float64(^uint32(0)))
+}
+
+// zid16 is the zid as Rust's u128 to_le_bytes (wire bytes, zero-padded).
+func zid16(z wire.ZID) [16]byte {
+	var b [16]byte
+	copy(b[:], z.Bytes())
+	return b
+}
+
+// zidLess compares two little-endian u128 values.
+func zidLess(a, b [16]byte) bool {
+	for i := 15; i >= 0; i-- {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// sip13 is SipHash-1-3 with the all-zero key (Rust's std DefaultHasher,
+// whose Hasher.write streams the bytes).
+func sip13(m []byte) uint64 {
+	v0, v1 := uint64(0x736f6d6570736575), uint64(0x646f72616e646f6d)
+	v2, v3 := uint64(0x6c7967656e657261), uint64(0x7465646279746573)
+	round := func() {
+		v0 += v1
+		v1 = bits.RotateLeft64(v1, 13)
+		v1 ^= v0
+		v0 = bits.RotateLeft64(v0, 32)
+		v2 += v3
+		v3 = bits.RotateLeft64(v3, 16)
+		v3 ^= v2
+		v0 += v3
+		v3 = bits.RotateLeft64(v3, 21)
+		v3 ^= v0
+		v2 += v1
+		v1 = bits.RotateLeft64(v1, 17)
+		v1 ^= v2
+		v2 = bits.RotateLeft64(v2, 32)
+	}
+	n := len(m)
+	for len(m) >= 8 {
+		w := binary.LittleEndian.Uint64(m)
+		v3 ^= w
+		round()
+		v0 ^= w
+		m = m[8:]
+	}
+	last := uint64(n&0xff) << 56
+	for i, c := range m {
+		last |= uint64(c) << (8 * i)
+	}
+	v3 ^= last
+	round()
+	v0 ^= last
+	v2 ^= 0xff
+	round()
+	round()
+	round()
+	return v0 ^ v1 ^ v2 ^ v3
+}

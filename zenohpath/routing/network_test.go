@@ -170,3 +170,37 @@ func TestNetworkSquareFailover(t *testing.T) {
 	nc := na.NewChildren()
 	_ = nc
 }
+
+// TestTieFactorMatchesRust: the edge cost factor equals what Rust 1.95's
+// DefaultHasher gives for the same zids (values printed by a std-only Rust
+// program hashing u128::to_le_bytes of the smaller then the larger zid).
+func TestTieFactorMatchesRust(t *testing.T) {
+	zidOf := func(hexBE string) wire.ZID {
+		b := unhex(t, hexBE)
+		for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+			b[i], b[j] = b[j], b[i]
+		}
+		for len(b) > 1 && b[len(b)-1] == 0 {
+			b = b[:len(b)-1]
+		}
+		return wire.MustZID(b)
+	}
+	for _, tc := range []struct {
+		a, b string
+		sip  uint64
+		f    float64
+	}{
+		{"0a", "1234567890abcdef1122334455667788", 0xeca37893d973b712, 1.008494219227809},
+		{"0d", "0b", 0x9b062d91820a28a9, 1.0050796751154307},
+		{"aa000000000000000000000000000001", "05", 0xd5cdbba35b819d8b, 1.0035744652416498},
+	} {
+		a, b := zidOf(tc.a), zidOf(tc.b)
+		la, lb := zid16(a), zid16(b)
+		if zidLess(lb, la) {
+			la, lb = lb, la
+		}
+		require.Equal(t, tc.sip, sip13(append(la[:], lb[:]...)), "%s %s", tc.a, tc.b)
+		require.InDelta(t, tc.f, tieFactor(a, b), 1e-15)
+		require.Equal(t, tieFactor(a, b), tieFactor(b, a))
+	}
+}
