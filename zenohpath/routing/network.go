@@ -3,8 +3,8 @@ package routing
 import (
 	"bytes"
 	"encoding/binary"
-	"math/bits"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
