@@ -218,6 +218,11 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	r := zenohpath.NewRouter(cfg)
 	defer r.Close()
 	log.Info("picobridge router starting", "zid", r.ZID().String(), "version", version)
+	adm, err := r.ServeAdminSpace(zenohpath.AdminConfig{Version: "picobridge " + version})
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
 	var eps []string
 	for _, ep := range o.listen {
 		ln, err := r.Listen(ctx, ep)
