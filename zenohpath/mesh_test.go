@@ -97,3 +97,48 @@ func TestMeshMalformedLinkState(t *testing.T) {
 	r.handle(rf, &wire.NetworkOAM{ID: routing.OAMLinkState, Body: wire.OAMBody{Enc: wire.ExtEncZBuf, Body: []byte{5, 0}}})
 	require.Empty(t, r.MeshRouters())
 }
+
+// TestMeshRelayNodeIDs: between two router faces R and S (each linked
+// only to us), a subscriber S sources reaches R with NodeId = our index
+// of S, and R's PUSH reaches S with NodeId = our index of R.
+func TestMeshRelayNodeIDs(t *testing.T) {
+	r, _ := newTestRouter(t)
+	rz, sz := RandomZID(), RandomZID()
+	rl, sl := &fakeLink{}, &fakeLink{}
+	rf, ok := r.addMeshFace(rl, rz)
+	require.True(t, ok)
+	sf, ok := r.addMeshFace(sl, sz)
+	require.True(t, ok)
+	claim := func(f *face, z wire.ZID) {
+		r.handle(f, routing.NewLinkStateOAM([]routing.LinkState{
+			{PSID: 0, SN: 1, HasZID: true, ZID: z, HasWhatAmI: true, Links: []uint64{1}},
+			{PSID: 1, SN: 0, HasZID: true, ZID: r.ZID(), HasWhatAmI: true, Links: []uint64{}},
+		}))
+	}
+	claim(rf, rz)
+	claim(sf, sz)
+	require.Len(t, r.MeshRouters(), 2)
+	r.mu.RLock()
+	ri, _ := r.mesh.net.Index(rz)
+	si, _ := r.mesh.net.Index(sz)
+	r.mu.RUnlock()
+	require.NotZero(t, ri)
+	require.NotZero(t, si)
+	rl.take()
+	sl.take()
+
+	r.handle(sf, declSub(0, "k/**"))
+	got := rl.waitN(t, 1, time.Second)
+	d := got[0].(*wire.Declare)
+	require.True(t, d.HasNodeID)
+	require.Equal(t, si, d.NodeID)
+	require.Equal(t, &wire.DeclareSubscriber{ID: 0, WireExpr: wireKey("k/**")}, d.Body)
+	require.Empty(t, sl.take(), "not echoed to its source")
+
+	r.handle(rf, push("k/1", "v"))
+	got = sl.waitN(t, 1, time.Second)
+	p := got[0].(*wire.Push)
+	require.True(t, p.HasNodeID)
+	require.Equal(t, ri, p.NodeID)
+	require.Empty(t, rl.take())
+}
