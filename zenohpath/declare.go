@@ -21,6 +21,7 @@ const (
 const (
 	kindDeclareLabel  = "declare"
 	kindInterestLabel = "interest"
+	kindOAMLabel      = "oam" // link-state to routers (mesh.go)
 )
 
 // String names the kind as logs do: subscriber, queryable or token.
@@ -176,6 +177,7 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 	f.ents[k][id] = e
 	r.ents[k][e.gid] = e
 	r.idx[k].add(e)
+	r.meshLocal(e, 1, b2i(complete))
 	f.log.Debug("declared", "kind", k, "id", id, "key", key)
 	if !f.upstream {
 		for _, g := range r.sortedUpstreams() {
@@ -201,6 +203,7 @@ func (r *Router) declareEntity(f *face, k kind, id uint32, we wire.WireExpr, com
 // about it get it declared again under the same id, aggregated
 // declarations follow (updateAggregate). Caller holds r.mu.
 func (r *Router) redeclareEntity(e *entity, complete bool) {
+	r.meshLocal(e, 0, b2i(complete)-b2i(e.complete))
 	e.complete = complete
 	for _, g := range e.told {
 		if !g.closed && g.sent[e.kind][e.gid] {
@@ -223,6 +226,7 @@ func (r *Router) removeEntity(e *entity) {
 	delete(e.face.ents[e.kind], e.id)
 	delete(r.ents[e.kind], e.gid)
 	r.idx[e.kind].remove(e)
+	r.meshLocal(e, -1, -b2i(e.complete))
 	if e.kind == kindSub {
 		clear(r.subRoutes)
 	}
@@ -317,4 +321,11 @@ func (r *Router) anyMatch(k kind, key string, f *face) (found, complete bool) {
 		return !found || k == kindQbl && !complete // stop once the answer cannot change
 	})
 	return found, complete
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -112,6 +112,12 @@ type face struct {
 	nextRid    uint32
 	warned     map[string]bool // declaration refusals already logged at WARN, by "what/cause"
 
+	// mesh: a router↔router session (mesh.go): link-state, sourced
+	// declarations, NodeId routing.
+	mesh bool
+	// hidden: an internal session (the admin space's), left out of Faces.
+	hidden bool
+
 	// local: an in-process Session's face. Sessions read subscribers and
 	// queryables from the router's tables (matching status), so only tokens
 	// and DeclareFinal are sent to them in answer to their interests.

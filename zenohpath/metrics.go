@@ -58,14 +58,17 @@ const (
 	dropLateResponse = "late_response"
 	dropQueryTimeout = "query_timeout"
 	dropTooLarge     = "too_large"
+	// dropUnknownRouter: a router declaration whose NodeId names no router
+	// of the link's link-state (mesh.go).
+	dropUnknownRouter = "unknown_router"
 )
 
 // Label values of the bounded label sets, pre-initialised to 0 so that a
 // fresh /metrics shows every series.
 var (
-	routedKinds = []string{"push", "request", "response", "response_final", kindDeclareLabel, kindInterestLabel}
+	routedKinds = []string{"push", "request", "response", "response_final", kindDeclareLabel, kindInterestLabel, kindOAMLabel}
 	dropReasons = []string{dropUnresolved, dropInvalidKey, dropNoRoute, dropSendFailed, dropQueueFull,
-		dropCongestion, dropClosed, dropLateResponse, dropQueryTimeout, dropTooLarge}
+		dropCongestion, dropClosed, dropLateResponse, dropQueryTimeout, dropTooLarge, dropUnknownRouter}
 )
 
 // NewMetrics creates the router collectors and registers them on reg (nil: not

@@ -74,7 +74,8 @@ func (r *Router) handleRequest(f *face, m *wire.Request) {
 		f.send(&wire.ResponseFinal{ID: m.ID}, controlOptions, "response_final")
 		return
 	}
-	targets := r.permitTargets(r.queryTargets(key, f, m.Target), f, aclQuery, key)
+	targets, nodeID, hasNodeID := r.meshQueryTargets(r.queryTargets(key, f, m.Target), key, f, m)
+	targets = r.permitTargets(targets, f, aclQuery, key)
 	if len(targets) == 0 {
 		r.mu.Unlock()
 		r.metrics.droppedInc(dropNoRoute)
@@ -113,6 +114,7 @@ func (r *Router) handleRequest(f *face, m *wire.Request) {
 	o := dataOptions(m.EffectiveQoS())
 	for i, g := range targets {
 		out.ID = rids[i]
+		out.HasNodeID, out.NodeID = g.mesh && hasNodeID, nodeID // router↔router only (mesh.go)
 		g.send(&out, o, "request")
 	}
 }

@@ -39,6 +39,11 @@ type RouterConfig struct {
 	// ACL is the access control of the transport faces (NewACL; acl.go);
 	// nil: everything allowed.
 	ACL *ACL
+	// DialAsRouter makes Connect dial as a router (zenohd's way, overriding
+	// DialAs) on a router that announces WhatAmI router: a router dialled
+	// so becomes a mesh face (link-state, mesh.go), any other remote an
+	// ordinary face that we serve as its router.
+	DialAsRouter bool
 	// Transport configures every session (lease, batch size, queues...);
 	// ZID and WhatAmI are set by the router. Transport.MaxMessageSize
 	// (0 = transport.DefaultMaxMessageSize, 8 MiB) also bounds what the
@@ -79,6 +84,9 @@ type Router struct {
 	// subscriber (all faces; the sender is skipped when routing). Cleared on
 	// every subscriber change; bounded by maxRouteCache entries.
 	subRoutes map[string]*subRoute
+	// mesh runs the router↔router protocol (mesh.go); nil unless we
+	// announce ourselves as a router.
+	mesh *meshState
 
 	wg        sync.WaitGroup // goroutines owned by the router (listeners, dialers)
 	closers   []func()       // run by Close (listeners, upstream sessions)
@@ -115,6 +123,12 @@ func NewRouter(cfg RouterConfig) *Router {
 	}
 	if r.dialWhatAmI == wire.WhatAmIRouter {
 		r.dialWhatAmI = wire.WhatAmIClient
+	}
+	if r.whatami == wire.WhatAmIRouter {
+		r.mesh = newMesh(r)
+		if cfg.DialAsRouter {
+			r.dialWhatAmI = wire.WhatAmIRouter
+		}
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	for k := range r.ents {
@@ -193,6 +207,9 @@ func (r *Router) Faces() []FaceInfo {
 	defer r.mu.Unlock()
 	out := make([]FaceInfo, 0, len(r.faces))
 	for _, f := range r.faces {
+		if f.hidden {
+			continue
+		}
 		out = append(out, FaceInfo{
 			ID: f.id, ZID: f.zid.String(), WhatAmI: f.whatami.String(), Upstream: f.upstream,
 			Subscribers: len(f.ents[kindSub]), Queryables: len(f.ents[kindQbl]), Tokens: len(f.ents[kindTok]),
@@ -270,6 +287,9 @@ func (r *Router) removeFace(f *face) {
 	if f.upstream {
 		r.upstreamGone(f)
 	}
+	if f.mesh {
+		r.meshFaceGone(f)
+	}
 	var finals []*query
 	for rid, q := range f.pending {
 		delete(f.pending, rid)
@@ -310,11 +330,19 @@ func (r *Router) route(f *face, m wire.NetworkMessage, reliable bool) {
 	case *wire.ResponseFinal:
 		r.handleResponseFinal(f, m)
 	case *wire.Declare:
-		r.handleDeclare(f, m)
+		if f.mesh {
+			r.meshHandleDeclare(f, m)
+		} else {
+			r.handleDeclare(f, m)
+		}
 	case *wire.Interest:
-		r.handleInterest(f, m)
+		if !f.mesh { // routers ignore interests from routers (zenoh-mesh-auth.md §2.5)
+			r.handleInterest(f, m)
+		}
 	case *wire.NetworkOAM:
-		// router↔router link state: not used with clients (§9.8)
+		if f.mesh {
+			r.meshHandleOAM(f, m)
+		} // from clients, peers and devices: not used (§9.8)
 	}
 }
 
@@ -350,13 +378,19 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 		rt = r.subTargets(key)
 	}
 	targets := r.permitTargets(rt.targets(f), f, act, key)
-	if len(targets) == 0 || len(targets) == 1 && targets[0] == f {
+	local := len(targets) > 1 || len(targets) == 1 && targets[0] != f
+	if !local && !rt.mesh {
 		r.metrics.droppedInc(dropNoRoute)
 		return
 	}
 	o := dataOptions(m.EffectiveQoS())
 	o.Reliable = reliable
-	r.fanout(sharedPush(wire.Push{WireExpr: wireKey(key), NetExt: routedExt(m.NetExt), Body: m.Body}), targets, o, f, nil)
+	if local {
+		r.fanout(sharedPush(wire.Push{WireExpr: wireKey(key), NetExt: routedExt(m.NetExt), Body: m.Body}), targets, o, f, nil)
+	}
+	if rt.mesh {
+		r.meshPush(f, key, m, o) // to the routers that subscribe (mesh.go)
+	}
 }
 
 // fanout sends m to every target except from and those skip (if set)
@@ -386,6 +420,8 @@ type subRoute struct {
 	// all: matched plus the upstream faces that do not filter the key
 	// (upstream.go), where a PUSH from one of our own faces also goes.
 	all []*face
+	// mesh: a router of the mesh subscribes (meshPush routes to it).
+	mesh bool
 }
 
 // targets is where a PUSH from f goes: one that came from an upstream face
@@ -407,8 +443,8 @@ func (r *Router) subTargets(key string) *subRoute {
 	if rt := r.subRoutes[key]; rt != nil {
 		return rt
 	}
-	m := r.matchingFaces(kindSub, key, nil, nil)
-	rt := &subRoute{matched: m, all: r.withUpstream(slices.Clip(m), kindSub, key, nil)}
+	m, mesh := r.meshStrip(r.matchingFaces(kindSub, key, nil, nil))
+	rt := &subRoute{matched: m, all: r.withUpstream(slices.Clip(m), kindSub, key, nil), mesh: mesh}
 	if len(r.subRoutes) >= maxRouteCache {
 		clear(r.subRoutes)
 	}

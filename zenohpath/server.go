@@ -117,8 +117,17 @@ func (r *Router) Endpoints() []string {
 }
 
 func (r *Router) accept(s *transport.Session) transport.Handler {
+	if r.refuseUnsupported(s, false) {
+		return nil
+	}
 	h := newFaceHandler(r)
-	f, ok := r.addFace(sessionLink{s}, s.PeerZID(), s.PeerWhatAmI(), false)
+	var f *face
+	var ok bool
+	if s.PeerWhatAmI() == wire.WhatAmIRouter && r.meshOn() {
+		f, ok = r.addMeshFace(sessionLink{s}, s.PeerZID())
+	} else {
+		f, ok = r.addFace(sessionLink{s}, s.PeerZID(), s.PeerWhatAmI(), false)
+	}
 	if !ok {
 		return nil
 	}
@@ -211,7 +220,7 @@ func (r *Router) connectLoop(endpoint string, first chan<- error, stopOnFirstErr
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		f, ok := r.addFace(sessionLink{s}, s.PeerZID(), s.PeerWhatAmI(), true)
+		f, ok := r.addDialledFace(s)
 		if !ok {
 			h.attach(nil)
 			_ = s.Close(transport.ReasonShutdown)
@@ -241,4 +250,23 @@ func (r *Router) connectLoop(endpoint string, first chan<- error, stopOnFirstErr
 		case <-time.After(backoff):
 		}
 	}
+}
+
+// addDialledFace registers a session we dialled: as an upstream face
+// (we are its client or peer), or, when we dialled as a router, as a mesh
+// face if the remote is a router too, else as an ordinary face we serve.
+func (r *Router) addDialledFace(s *transport.Session) (*face, bool) {
+	if r.dialWhatAmI != wire.WhatAmIRouter {
+		return r.addFace(sessionLink{s}, s.PeerZID(), s.PeerWhatAmI(), true)
+	}
+	if s.PeerWhatAmI() == wire.WhatAmIRouter {
+		return r.addMeshFace(sessionLink{s}, s.PeerZID())
+	}
+	f, ok := r.addFace(sessionLink{s}, s.PeerZID(), s.PeerWhatAmI(), false)
+	if ok {
+		r.mu.Lock()
+		f.markReady()
+		r.mu.Unlock()
+	}
+	return f, ok
 }

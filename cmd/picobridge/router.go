@@ -38,6 +38,9 @@ type routerOptions struct {
 	logLevel string
 	metrics  string
 	cfg      []string // --cfg KEY:VALUE, scouting keys only (scout.go)
+	// connectAs: the role -e dials with, "client" (default) or "router"
+	// (zenohd's way: link-state with a router, docs/router.md).
+	connectAs string
 }
 
 func newRouterCommand() *cobra.Command {
@@ -62,7 +65,8 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 	}
 	f := cmd.Flags()
 	f.StringArrayVarP(&o.listen, "listen", "l", []string{"tcp/0.0.0.0:7447"}, "endpoint to listen on (repeatable): tcp/HOST:PORT, udp/HOST:PORT or tls/HOST:PORT (certificate: --cfg transport/link/tls/...)")
-	f.StringArrayVarP(&o.connect, "connect", "e", nil, "upstream router endpoint to connect to as a client (repeatable)")
+	f.StringArrayVarP(&o.connect, "connect", "e", nil, "upstream router endpoint to connect to (repeatable), in the role --connect-as says")
+	f.StringVar(&o.connectAs, "connect-as", "client", "role for -e: client (we are the upstream's client) or router (zenohd's way: a router↔router link with link-state)")
 	f.StringVar(&o.id, "id", "", "Zenoh ID in hex as zenohd prints it (1 to 32 hex digits); default random")
 	f.DurationVar(&o.lease, "lease", transport.DefaultLease, "lease announced to peers")
 	f.Uint16Var(&o.batch, "batch-size", transport.DefaultBatchSize, "largest batch accepted, bytes (2-byte TCP prefix included)")
@@ -138,6 +142,9 @@ func (o *routerOptions) validate() error {
 	if o.maxMsg < minMaxMessageSize || o.maxMsg > maxMaxMessageSize {
 		return fmt.Errorf("--max-message-size %d: want %d to %d bytes", o.maxMsg, minMaxMessageSize, maxMaxMessageSize)
 	}
+	if o.connectAs != "" && o.connectAs != "client" && o.connectAs != "router" {
+		return fmt.Errorf("--connect-as %q: want client or router", o.connectAs)
+	}
 	for _, ep := range o.listen {
 		if err := zenohpath.CheckEndpoint(ep); err != nil {
 			return fmt.Errorf("--listen: %w", err)
@@ -203,7 +210,7 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	if err != nil {
 		return cli.Usage(err)
 	}
-	cfg := zenohpath.RouterConfig{Logger: log, ACL: sec.acl,
+	cfg := zenohpath.RouterConfig{Logger: log, ACL: sec.acl, DialAsRouter: o.connectAs == "router",
 		Transport: transport.Config{Lease: o.lease, BatchSize: o.batch, MaxMessageSize: o.maxMsg, TLS: sec.tls, UsrPwd: sec.usrpwd}}
 	if o.id != "" {
 		if cfg.ZID, err = parseZID(o.id); err != nil {
@@ -220,6 +227,11 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	r := zenohpath.NewRouter(cfg)
 	defer r.Close()
 	log.Info("picobridge router starting", "zid", r.ZID().String(), "version", version)
+	adm, err := r.ServeAdminSpace(zenohpath.AdminConfig{Version: "picobridge " + version})
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
 	var eps []string
 	for _, ep := range o.listen {
 		ln, err := r.Listen(ctx, ep)

@@ -1,0 +1,151 @@
+package zenohpath
+
+import (
+	"encoding/json"
+	"sort"
+
+	"github.com/picobridge/picobridge/zenohpath/keyexpr"
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+// Zenoh's admin space as zenohd answers it (issue 12 item 3;
+// zenoh-mesh-auth.md §5): one queryable on @/<zid>/<whatami>/**, which the
+// mesh propagates like any queryable, answering
+//
+//	@/<zid>/router                    application/json: the node summary
+//	@/<zid>/router/linkstate/north    text/plain: the router graph in Graphviz dot
+//
+// so that a get on @/** from any client of the mesh sees the gateway.
+
+// Predefined encoding ids of the replies (zenoh-wire.md §1.5).
+const (
+	encodingTextPlain = 4
+	encodingJSON      = 5
+)
+
+// AdminConfig configures ServeAdminSpace. The zero value is usable.
+type AdminConfig struct {
+	// Version is reported as "version" (zenohd: its build string).
+	Version string
+	// Metadata is reported as "metadata" (zenohd: the config's metadata
+	// object); nil = null.
+	Metadata any
+}
+
+// AdminSpace is a running admin space (ServeAdminSpace); Close stops it.
+type AdminSpace struct {
+	s *Session
+}
+
+// Close undeclares the admin queryable.
+func (a *AdminSpace) Close() error { return a.s.Close() }
+
+// AdminKey is the root of the router's admin space: @/<zid>/<whatami>
+// (zenohd: @/<zid>/router).
+func (r *Router) AdminKey() string { return "@/" + r.zid.String() + "/" + r.whatami.String() }
+
+// ServeAdminSpace declares the admin queryable on an in-process session of
+// the router (hidden from Faces). Errors: ErrClosed when the router is
+// closed.
+func (r *Router) ServeAdminSpace(cfg AdminConfig) (*AdminSpace, error) {
+	s, err := newSession(r, false, 0)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	s.face.hidden = true
+	r.mu.Unlock()
+	root := r.AdminKey()
+	_, err = s.DeclareQueryable(root+"/**", func(q *Query) { r.answerAdmin(q, root, cfg) }, nil)
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return &AdminSpace{s: s}, nil
+}
+
+func (r *Router) answerAdmin(q *Query, root string, cfg AdminConfig) {
+	if keyexpr.Intersects(q.KeyExpr(), root) {
+		if b, err := json.Marshal(r.adminSummary(cfg)); err == nil {
+			_ = q.Reply(root, b, &ReplyOptions{Encoding: &Encoding{ID: encodingJSON}})
+		}
+	}
+	if k := root + "/linkstate/north"; r.mesh != nil && keyexpr.Intersects(q.KeyExpr(), k) {
+		r.mu.RLock()
+		dot := r.mesh.net.Dot()
+		r.mu.RUnlock()
+		_ = q.Reply(k, []byte(dot), &ReplyOptions{Encoding: &Encoding{ID: encodingTextPlain}})
+	}
+}
+
+// AdminSummary is the JSON of @/<zid>/router, in zenohd's field order.
+type AdminSummary struct {
+	ZID      string         `json:"zid"`
+	Version  string         `json:"version"`
+	Metadata any            `json:"metadata"`
+	Locators []string       `json:"locators"`
+	Sessions []AdminSession `json:"sessions"`
+	Plugins  any            `json:"plugins"`
+}
+
+// AdminSession is one entry of AdminSummary.Sessions.
+type AdminSession struct {
+	Peer    string       `json:"peer"`
+	WhatAmI string       `json:"whatami"`
+	Links   []AdminLink  `json:"links"`
+	Weight  *AdminWeight `json:"weight"`
+	SHM     bool         `json:"shm"`
+	Region  string       `json:"region"`
+}
+
+// AdminLink is one link of a session: our end (not reported yet: "") and
+// the remote end, as locators.
+type AdminLink struct {
+	Src string `json:"src"`
+	Dst string `json:"dst"`
+}
+
+// AdminWeight is the edge cost towards a router neighbour (null until both
+// ends claim the link).
+type AdminWeight struct {
+	SrcWeight    *uint16 `json:"src_weight"`
+	DstWeight    *uint16 `json:"dst_weight"`
+	ActualWeight uint16  `json:"actual_weight"`
+}
+
+// adminSummary builds the node summary (zenohd's local_data).
+func (r *Router) adminSummary(cfg AdminConfig) AdminSummary {
+	out := AdminSummary{ZID: r.zid.String(), Version: cfg.Version, Metadata: cfg.Metadata,
+		Locators: r.Endpoints(), Sessions: []AdminSession{}}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, f := range r.sortedFaces() {
+		sl, ok := f.link.(sessionLink)
+		if !ok || f.hidden {
+			continue
+		}
+		as := AdminSession{Peer: f.zid.String(), WhatAmI: f.whatami.String(), Links: []AdminLink{}, Region: adminRegion(f)}
+		if a := sl.s.RemoteAddr(); a != nil { // our end is not known per session: src stays ""
+			as.Links = append(as.Links, AdminLink{Dst: a.Network() + "/" + a.String()})
+		}
+		if f.mesh {
+			if w, ok := r.mesh.net.EdgeWeight(f.zid); ok {
+				as.Weight = &AdminWeight{ActualWeight: uint16(w)}
+			}
+		}
+		out.Sessions = append(out.Sessions, as)
+	}
+	sort.SliceStable(out.Sessions, func(i, j int) bool { return out.Sessions[i].Peer < out.Sessions[j].Peer })
+	return out
+}
+
+// adminRegion names a session's region as zenohd 1.9+ does (§2.1).
+func adminRegion(f *face) string {
+	switch {
+	case f.mesh, f.whatami == wire.WhatAmIRouter:
+		return "north"
+	case f.whatami == wire.WhatAmIPeer:
+		return "south:0:peer"
+	}
+	return "south:0:client"
+}

@@ -1,0 +1,185 @@
+package zenohpath_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/zenohpath"
+)
+
+// startMeshRouter runs a Go router (picobridge router) listening on
+// loopback; with dial, it also dials that endpoint as a router.
+func startMeshRouter(t *testing.T, dial string) (*zenohpath.Router, string) {
+	t.Helper()
+	r := zenohpath.NewRouter(zenohpath.RouterConfig{DialAsRouter: true})
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	ln, err := r.Listen(context.Background(), "tcp/127.0.0.1:0")
+	require.NoError(t, err)
+	if dial != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), interop.Scale(10*time.Second))
+		defer cancel()
+		require.NoError(t, r.Connect(ctx, dial, true))
+	}
+	return r, ln.Endpoint()
+}
+
+// readyZID waits for p's ready event and returns its zid.
+func readyZID(t *testing.T, p *interop.Proc) string {
+	t.Helper()
+	var ready struct {
+		ZID string `json:"zid"`
+	}
+	require.NoError(t, p.WaitEvent("ready", 20*time.Second).Decode(&ready))
+	require.NotEmpty(t, ready.ZID)
+	return ready.ZID
+}
+
+// meshSuite: clients on either router see each other's publications
+// (exact counts, in order, no duplicates), queries and tokens.
+func meshSuite(t *testing.T, goEP, rustEP string) {
+	for _, dir := range []struct{ name, subEP, pubEP string }{
+		{"rust_to_go", goEP, rustEP},
+		{"go_to_rust", rustEP, goEP},
+	} {
+		t.Run("pubsub_"+dir.name, func(t *testing.T) {
+			key := "mesh/ps/" + dir.name
+			n := 100
+			sub := interop.StartReady(t, "sub", key, "--connect", dir.subEP, "--count", strconv.Itoa(n), "--quiet", "--timeout", interop.Seconds(30*time.Second))
+			pub := interop.Start(t, "pub", key, "--connect", dir.pubEP, "--count", strconv.Itoa(n), "--wait-matching", "--timeout", interop.Seconds(20*time.Second))
+			pub.WaitEvent("matched", 20*time.Second)
+			var s interop.SubSummary
+			require.NoError(t, sub.WaitEvent("done", 30*time.Second).Decode(&s))
+			require.True(t, s.Complete, "%+v", s)
+			require.Equal(t, n, s.Count)
+			require.True(t, s.InOrder)
+			require.Zero(t, s.Dups)
+			t.Logf("%s: %d/%d samples", dir.name, s.Count, n)
+		})
+		t.Run("get_"+dir.name, func(t *testing.T) {
+			key := "mesh/q/" + dir.name
+			interop.StartReady(t, "queryable", key, "--connect", dir.subEP, "--reply-count", "1")
+			get := interop.Start(t, "get", key, "--connect", dir.pubEP, "--wait-matching")
+			r := get.WaitEvent("reply", 20*time.Second)
+			require.True(t, r.OK)
+			require.Equal(t, key, r.Key)
+			get.WaitEvent("done", 20*time.Second)
+		})
+		t.Run("liveliness_"+dir.name, func(t *testing.T) {
+			key := "mesh/lv/" + dir.name
+			lsub := interop.StartReady(t, "liveliness-sub", key, "--connect", dir.pubEP)
+			tok := interop.StartReady(t, "token", key, "--connect", dir.subEP)
+			ev := lsub.WaitEvent("liveliness", 20*time.Second)
+			require.Equal(t, "put", ev.Kind)
+			tok.Kill()
+			ev = lsub.WaitEvent("liveliness", 20*time.Second)
+			require.Equal(t, "delete", ev.Kind)
+		})
+	}
+}
+
+// TestInteropMeshRustDialsGo: a real Rust router in router mode whose
+// connect endpoint is picobridge's listener (what zenohd users write
+// first): the two routers exchange link-state and carry pub/sub, queries
+// and liveliness both ways.
+func TestInteropMeshRustDialsGo(t *testing.T) {
+	skipShort(t)
+	interop.FindPython(t)
+	r, goEP := startMeshRouter(t, "")
+	rustEP := interop.FreeEndpoint(t)
+	zid := readyZID(t, interop.Start(t, "router", "--mode", "router", "--listen", rustEP, "--connect", goEP))
+	eventually(t, "the Rust router in the link-state graph", 20*time.Second, func() bool {
+		return slices.Equal(r.MeshRouters(), []string{zid})
+	})
+	meshSuite(t, goEP, rustEP)
+}
+
+// TestInteropMeshGoDialsRust: picobridge router -e dials a real Rust
+// router as a router (zenohd's way) and the same works.
+func TestInteropMeshGoDialsRust(t *testing.T) {
+	skipShort(t)
+	interop.FindPython(t)
+	rustEP := interop.FreeEndpoint(t)
+	zid := readyZID(t, interop.Start(t, "router", "--mode", "router", "--listen", rustEP))
+	r, goEP := startMeshRouter(t, rustEP)
+	eventually(t, "the Rust router in the link-state graph", 20*time.Second, func() bool {
+		return slices.Equal(r.MeshRouters(), []string{zid})
+	})
+	meshSuite(t, goEP, rustEP)
+}
+
+// TestInteropMeshAdminSpace: with picobridge in a mesh with a Rust router,
+// a get on @/** from a Python client of the Rust router sees the gateway's
+// admin space (@/<zid>/router and its link-state view);
+// a Go client there reads the JSON summary (the Rust router is a router
+// neighbour with an edge weight) and the dot graph (one edge).
+func TestInteropMeshAdminSpace(t *testing.T) {
+	skipShort(t)
+	interop.FindPython(t)
+	r, goEP := startMeshRouter(t, "")
+	adm, err := r.ServeAdminSpace(zenohpath.AdminConfig{Version: "test"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = adm.Close() })
+	require.Empty(t, r.Faces(), "the admin session is not a face")
+	rustEP := interop.FreeEndpoint(t)
+	zid := readyZID(t, interop.Start(t, "router", "--mode", "router", "--listen", rustEP, "--connect", goEP))
+	eventually(t, "the Rust router in the link-state graph", 20*time.Second, func() bool {
+		return slices.Equal(r.MeshRouters(), []string{zid})
+	})
+	root := r.AdminKey()
+	require.Equal(t, "@/"+r.ZID().String()+"/router", root)
+
+	var keys []string
+	deadline := time.Now().Add(interop.Scale(30 * time.Second))
+	for !slices.Contains(keys, root) || !slices.Contains(keys, root+"/linkstate/north") {
+		require.False(t, time.Now().After(deadline), "replies seen: %v", keys)
+		get := interop.Start(t, "get", "@/**", "--connect", rustEP, "--target", "all")
+		get.WaitEvent("done", 20*time.Second)
+		keys = keys[:0]
+		for _, ev := range get.Events() {
+			if ev.Ev == "reply" && ev.OK {
+				keys = append(keys, ev.Key)
+			}
+		}
+	}
+	// The Rust router here is eclipse-zenoh's embedded one, whose admin
+	// space is off by default (zenohd forces it on): only the Python
+	// client's own session entries and ours answer.
+	require.NotContains(t, keys, "@/"+zid+"/router")
+
+	ctx, cancel := context.WithTimeout(context.Background(), interop.Scale(10*time.Second))
+	defer cancel()
+	c, err := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{rustEP}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	replies, err := c.Get(root+"/**", &zenohpath.GetOptions{Target: zenohpath.QueryTargetAll})
+	require.NoError(t, err)
+	got := map[string][]byte{}
+	for rp := range replies {
+		if s, ok := rp.Ok(); ok {
+			got[s.KeyExpr()] = s.Payload()
+		}
+	}
+	require.Contains(t, got, root)
+	var sum zenohpath.AdminSummary
+	require.NoError(t, json.Unmarshal(got[root], &sum))
+	require.Equal(t, r.ZID().String(), sum.ZID)
+	require.Equal(t, "test", sum.Version)
+	require.Len(t, sum.Sessions, 1)
+	require.Equal(t, zid, sum.Sessions[0].Peer)
+	require.Equal(t, "router", sum.Sessions[0].WhatAmI)
+	require.Equal(t, "north", sum.Sessions[0].Region)
+	require.NotNil(t, sum.Sessions[0].Weight)
+	require.Equal(t, uint16(100), sum.Sessions[0].Weight.ActualWeight)
+	dot := string(got[root+"/linkstate/north"])
+	require.Contains(t, dot, r.ZID().String())
+	require.Contains(t, dot, zid)
+	require.Equal(t, 1, strings.Count(dot, " -- "), dot)
+}

@@ -1,0 +1,206 @@
+package routing
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/zenohpath/wire"
+)
+
+// sim connects Networks through numbered links and delivers what they
+// send (encoded and decoded, as on the wire) until nothing is left.
+type sim struct {
+	t    *testing.T
+	nets map[wire.ZID]*Network
+	peer map[*Network]map[LinkID]struct {
+		n  *Network
+		id LinkID
+	}
+	next  LinkID
+	queue []func()
+}
+
+func newSim(t *testing.T, zids ...wire.ZID) *sim {
+	s := &sim{t: t, nets: map[wire.ZID]*Network{}, peer: map[*Network]map[LinkID]struct {
+		n  *Network
+		id LinkID
+	}{}}
+	for _, z := range zids {
+		n := NewNetwork(z, nil)
+		s.nets[z] = n
+		s.peer[n] = map[LinkID]struct {
+			n  *Network
+			id LinkID
+		}{}
+	}
+	return s
+}
+
+func (s *sim) send(from *Network, out Out) {
+	for id, list := range out {
+		p, ok := s.peer[from][id]
+		if !ok {
+			continue
+		}
+		enc := AppendLinkStateList(nil, list)
+		s.queue = append(s.queue, func() {
+			dec, err := ParseLinkStateList(enc)
+			require.NoError(s.t, err)
+			o, _, _ := p.n.HandleLinkStates(p.id, dec)
+			s.send(p.n, o)
+		})
+	}
+}
+
+func (s *sim) run() {
+	for i := 0; len(s.queue) > 0; i++ {
+		require.Less(s.t, i, 1000, "link-states do not converge")
+		f := s.queue[0]
+		s.queue = s.queue[1:]
+		f()
+	}
+}
+
+func (s *sim) connect(a, b wire.ZID) (LinkID, LinkID) {
+	na, nb := s.nets[a], s.nets[b]
+	s.next++
+	la := s.next
+	s.next++
+	lb := s.next
+	s.peer[na][la] = struct {
+		n  *Network
+		id LinkID
+	}{nb, lb}
+	s.peer[nb][lb] = struct {
+		n  *Network
+		id LinkID
+	}{na, la}
+	s.send(na, na.AddLink(la, b, wire.WhatAmIRouter))
+	s.send(nb, nb.AddLink(lb, a, wire.WhatAmIRouter))
+	s.run()
+	return la, lb
+}
+
+func (s *sim) cut(a, b wire.ZID, la, lb LinkID) {
+	na, nb := s.nets[a], s.nets[b]
+	delete(s.peer[na], la)
+	delete(s.peer[nb], lb)
+	o, _ := na.RemoveLink(la)
+	s.send(na, o)
+	o, _ = nb.RemoveLink(lb)
+	s.send(nb, o)
+	s.run()
+}
+
+func z(b byte) wire.ZID { return wire.MustZID([]byte{b}) }
+
+// TestNetworkChain: A–B–C. Each sees the others reachable, A's data for C
+// goes to B, B is a child of A's tree at A and C a child of A's tree at
+// B; NodeIds sent by B map back to the right router; cutting B–C makes C
+// unreachable from A.
+func TestNetworkChain(t *testing.T) {
+	A, B, C := z(0xa), z(0xb), z(0xc)
+	s := newSim(t, A, B, C)
+	ab, ba := s.connect(A, B)
+	bc, cb := s.connect(B, C)
+	na, nb, nc := s.nets[A], s.nets[B], s.nets[C]
+	require.Equal(t, []wire.ZID{B, C}, na.Routers())
+	require.ElementsMatch(t, []wire.ZID{A, C}, nb.Routers())
+	require.ElementsMatch(t, []wire.ZID{A, B}, nc.Routers())
+
+	hop, ok := na.NextHop(A, C)
+	require.True(t, ok)
+	require.Equal(t, ab, hop)
+	require.Equal(t, []LinkID{ab}, na.Children(A))
+	require.Equal(t, []LinkID{bc}, nb.Children(A))
+	require.Empty(t, nc.Children(A))
+	hop, ok = nb.NextHop(A, C)
+	require.True(t, ok)
+	require.Equal(t, bc, hop)
+	// C → A goes through B; at B, on A's tree, towards A = the parent.
+	hop, ok = nc.NextHop(C, A)
+	require.True(t, ok)
+	require.Equal(t, cb, hop)
+	hop, ok = nb.NextHop(C, A)
+	require.True(t, ok)
+	require.Equal(t, ba, hop)
+
+	// B relays something sourced by C to A with NodeId = B's index of C.
+	ci, ok := nb.Index(C)
+	require.True(t, ok)
+	src, ok := na.Source(ab, ci)
+	require.True(t, ok)
+	require.Equal(t, C, src)
+	src, ok = na.Source(ab, 0)
+	require.True(t, ok)
+	require.Equal(t, B, src)
+
+	require.Contains(t, na.Dot(), "-- ")
+	s.cut(B, C, bc, cb)
+	require.Equal(t, []wire.ZID{B}, na.Routers())
+	_, ok = na.NextHop(A, C)
+	require.False(t, ok)
+}
+
+// TestNetworkSquareFailover: A–B, A–C, B–D, C–D. A reaches D through B or
+// C; cut the link in use and it goes through the other one.
+func TestNetworkSquareFailover(t *testing.T) {
+	A, B, C, D := z(0xa), z(0xb), z(0xc), z(0xd)
+	s := newSim(t, A, B, C, D)
+	ab, ba := s.connect(A, B)
+	ac, _ := s.connect(A, C)
+	bd, db := s.connect(B, D)
+	s.connect(C, D)
+	na := s.nets[A]
+	require.Equal(t, []wire.ZID{B, C, D}, na.Routers())
+	hop, ok := na.NextHop(A, D)
+	require.True(t, ok)
+	first := hop
+	require.Contains(t, []LinkID{ab, ac}, first)
+	if first == ab {
+		s.cut(A, B, ab, ba)
+	} else {
+		s.cut(B, D, bd, db) // D below C then, or still B: cut B–D to force C
+		s.cut(A, B, ab, ba)
+	}
+	hop, ok = na.NextHop(A, D)
+	require.True(t, ok)
+	require.Equal(t, ac, hop)
+	nc := na.NewChildren()
+	_ = nc
+}
+
+// TestTieFactorMatchesRust: the edge cost factor equals what Rust 1.95's
+// DefaultHasher gives for the same zids (values printed by a std-only Rust
+// program hashing u128::to_le_bytes of the smaller then the larger zid).
+func TestTieFactorMatchesRust(t *testing.T) {
+	zidOf := func(hexBE string) wire.ZID {
+		b := unhex(t, hexBE)
+		for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+			b[i], b[j] = b[j], b[i]
+		}
+		for len(b) > 1 && b[len(b)-1] == 0 {
+			b = b[:len(b)-1]
+		}
+		return wire.MustZID(b)
+	}
+	for _, tc := range []struct {
+		a, b string
+		sip  uint64
+		f    float64
+	}{
+		{"0a", "1234567890abcdef1122334455667788", 0xeca37893d973b712, 1.008494219227809},
+		{"0d", "0b", 0x9b062d91820a28a9, 1.0050796751154307},
+		{"aa000000000000000000000000000001", "05", 0xd5cdbba35b819d8b, 1.0035744652416498},
+	} {
+		a, b := zidOf(tc.a), zidOf(tc.b)
+		la, lb := zid16(a), zid16(b)
+		if zidLess(lb, la) {
+			la, lb = lb, la
+		}
+		require.Equal(t, tc.sip, sip13(append(la[:], lb[:]...)), "%s %s", tc.a, tc.b)
+		require.InDelta(t, tc.f, tieFactor(a, b), 1e-15)
+		require.Equal(t, tieFactor(a, b), tieFactor(b, a))
+	}
+}
