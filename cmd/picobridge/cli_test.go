@@ -37,7 +37,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"run", "--metrics", "nonsense"}, 2, `picobridge: --metrics: metrics.listen: want host:port or empty (got "nonsense")`},
 		{[]string{"run", "--cfg", "policy.batched.rate_hz:abc"}, 2, `picobridge: --cfg: policy.batched.rate_hz: want a number (got "abc")`},
 		{[]string{"run", "--cfg", "policy.batched.rate_hz:-1"}, 2, `picobridge: --cfg: policy.batched.rate_hz: must be > 0 (got -1)`},
-		{[]string{"run", "--cfg", "nokey:1"}, 2, `picobridge: --cfg: nokey: unknown key "nokey" (allowed: access_control, classifier, dds, devices, metrics, policy, routes, supervisor, transport, zenoh)`},
+		{[]string{"run", "--cfg", "nokey:1"}, 2, `picobridge: --cfg: nokey: unknown key "nokey" (allowed: access_control, classifier, dds, devices, metrics, policy, routes, services, supervisor, transport, zenoh)`},
 		{[]string{"run", "--cfg", "foo"}, 2, `picobridge: --cfg "foo": want KEY:YAML_VALUE, e.g. policy.batched.rate_hz:20`},
 		{[]string{"run", "-c", "/nonexistent/picobridge.yaml"}, 2, `picobridge: /nonexistent/picobridge.yaml: open /nonexistent/picobridge.yaml: no such file or directory`},
 		{[]string{"run", "--no-dds", "--metrics", "off", "-l", "tcp/127.0.0.1:0", "--log-level", "loud"}, 2, `picobridge: --log-level "loud": want debug, info, warn or error`},
