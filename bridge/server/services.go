@@ -210,13 +210,9 @@ func (sv *services) handle(e ddspath.Endpoint, name string, kind ros2.TopicKind)
 		if kind == ros2.KindServiceRequest {
 			set = r.readers
 		}
-		if e.Alive {
-			set[e.GUID] = true
-			if e.GUID.Vendor() == ddspath.VendorFastDDS {
-				r.fastDDS = true
-			}
-		} else {
-			delete(set, e.GUID)
+		track(set, e)
+		if e.Alive && e.GUID.Vendor() == ddspath.VendorFastDDS {
+			r.fastDDS = true
 		}
 		sv.mu.Unlock()
 		sv.reconcile()
@@ -235,13 +231,18 @@ func (sv *services) handle(e ddspath.Endpoint, name string, kind ros2.TopicKind)
 	if kind == ros2.KindServiceRequest {
 		set = c.writers
 	}
+	track(set, e)
+	sv.mu.Unlock()
+	sv.reconcile()
+}
+
+// track adds a discovered endpoint to set, or removes it when it is gone.
+func track(set map[ddspath.GUID]bool, e ddspath.Endpoint) {
 	if e.Alive {
 		set[e.GUID] = true
 	} else {
 		delete(set, e.GUID)
 	}
-	sv.mu.Unlock()
-	sv.reconcile()
 }
 
 // run re-checks readiness until close (DDS matching and Zenoh queryables

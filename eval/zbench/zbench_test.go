@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/internal/interop"
 )
 
 func TestMain(m *testing.M) {
@@ -166,22 +168,10 @@ func TestRunPicobridgeBinary(t *testing.T) {
 	}
 }
 
-// requireZenohPython skips (with why) when the Rust Zenoh's Python package is
-// missing, and fails instead in CI or when PICOBRIDGE_PYTHON names an
-// interpreter: there the Rust router rows must run.
-func requireZenohPython(t *testing.T) {
-	t.Helper()
-	python := os.Getenv(PythonEnv)
-	if python == "" {
-		python = "python3"
-	}
-	if err := exec.Command(python, "-c", "import zenoh").Run(); err != nil {
-		if os.Getenv("CI") == "true" || os.Getenv(PythonEnv) != "" {
-			t.Fatalf("%s cannot import zenoh: %v", python, err)
-		}
-		t.Skipf("SKIP: %s cannot import zenoh (pip install eclipse-zenoh==1.10.2): %v", python, err)
-	}
-}
+// requireZenohPython skips (with the pip command) when the Rust Zenoh's
+// Python package is missing, and fails instead in CI or when
+// PICOBRIDGE_PYTHON names an interpreter: there the Rust router rows must run.
+func requireZenohPython(t *testing.T) { interop.FindPython(t) }
 
 // TestTLSOptions: with Options.TLS every endpoint is tls/, both routers get
 // the same certificate and every client the CA.

@@ -461,12 +461,7 @@ s.close()
 // mumble bag's /scan, and a Python Zenoh client subscribed to "scan" that
 // must receive every replayed LaserScan.
 func TestE2EBagReplayToPythonClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: starts processes")
-	}
-	if err := exec.Command("python3", "-c", "import zenoh").Run(); err != nil {
-		t.Skip("python3 with eclipse-zenoh is not installed (docs/interop.md)")
-	}
+	requirePython(t)
 	if _, err := os.Stat(mumbleBag); err != nil {
 		t.Skip("bag not present: " + mumbleBag)
 	}

@@ -47,12 +47,7 @@ func requirePython(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts processes")
 	}
-	if err := exec.Command("python3", "-c", "import zenoh").Run(); err != nil {
-		if interop.InCI() {
-			t.Fatal("python3 with eclipse-zenoh is required in CI (docs/interop.md)")
-		}
-		t.Skip("python3 with eclipse-zenoh is not installed (docs/interop.md)")
-	}
+	interop.FindPython(t) // skips with the pip command, fails in CI (docs/interop.md)
 }
 
 // serveAddTwoInts answers AddTwoInts requests in rmw_cyclonedds's layout on
