@@ -58,7 +58,7 @@ set -e
 grep -E '^(ok|FAIL|\?) ' "$LOGDIR/test.log" || true
 echo "== skipped tests and why"
 awk '
-/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+/^[ \t]*=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
 /^[ \t]*--- SKIP: / { n = $3; skipped[++count] = n ": " ((n in msg) ? msg[n] : "(no reason logged)"); next }
 /^[ \t]+[^ \t]+\.go:[0-9]+: / { line = $0; sub(/^[ \t]+/, "", line); msg[cur] = line; next }
 /^(ok|FAIL|\?)[ \t]+[^ \t]+/ { for (i = 1; i <= count; i++) print "  " $2 " " skipped[i]; count = 0; split("", msg); next }
