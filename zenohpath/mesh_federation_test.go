@@ -110,6 +110,29 @@ func TestInteropMeshFederationFailover(t *testing.T) {
 		return got
 	}
 
+	// The publisher can match B's subscriber (a declaration that came one
+	// way) before every router's trees agree: once in three full CI-like
+	// runs none of 100 samples arrived. Prime the route with markers until
+	// one arrives (30 s at most), then count.
+	primeDeadline := time.After(interop.Scale(30 * time.Second))
+	for primed := false; !primed; {
+		put(1 << 40)
+		select {
+		case <-sub.Samples():
+			primed = true
+		case <-time.After(100 * time.Millisecond):
+		case <-primeDeadline:
+			t.Fatal("no sample crossed the mesh in 30 s after matching")
+		}
+	}
+	for drained := false; !drained; {
+		select {
+		case <-sub.Samples():
+		case <-time.After(500 * time.Millisecond):
+			drained = true
+		}
+	}
+
 	// Phase 1: both paths up.
 	for seq := range uint64(100) {
 		put(seq)
