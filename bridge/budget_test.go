@@ -79,11 +79,12 @@ func TestSendBudgetSharedByLanesAndProbes(t *testing.T) {
 		sink := &callSink{}
 		sink.respond = func(key string, ping []byte) {
 			dev, _, _ := bridge.ParseProbeKey(key)
-			time.AfterFunc(5*time.Millisecond, func() {
+			go func() { // a sleeping goroutine, not time.AfterFunc: see guard_internal_test.go
+				time.Sleep(5 * time.Millisecond)
 				if pong, err := bridge.Respond(ping, 0, 0); err == nil {
 					_ = g.HandlePong(bridge.PongKey(dev), pong)
 				}
-			})
+			}()
 		}
 		d, err := g.Attach(bridge.DeviceIdentity{ZID: "b2"}, sink)
 		require.NoError(t, err)

@@ -254,10 +254,11 @@ func TestGatewayUsesTCPInfo(t *testing.T) {
 		sink := &tcpSink{info: bridge.TCPInfo{RTT: 90 * ms}}
 		var _ bridge.TCPInfoSource = sink
 		sink.respond = func(key string, ping []byte) {
-			time.AfterFunc(5*ms, func() {
+			go func() { // a sleeping goroutine, not time.AfterFunc: see guard_internal_test.go
+				time.Sleep(5 * ms)
 				pong, _ := bridge.Respond(ping, 0, 0)
 				_ = g.HandlePong(bridge.PongKey("arm"), pong)
-			})
+			}()
 		}
 		d, _ := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
 		d.DeclareSubscriber(bridge.PingKey("arm"))

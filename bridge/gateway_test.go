@@ -364,12 +364,13 @@ func TestProbeLoopClassifiesDevice(t *testing.T) {
 			mu.Lock()
 			delay := rtt
 			mu.Unlock()
-			time.AfterFunc(delay, func() {
+			go func() { // a sleeping goroutine, not time.AfterFunc: see guard_internal_test.go
+				time.Sleep(delay)
 				pong, err := bridge.Respond(ping, 0, 0)
 				if err == nil {
 					_ = g.HandlePong(bridge.PongKey(dev), pong)
 				}
-			})
+			}()
 		}
 		d, _ := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
 		g.Run()

@@ -150,12 +150,14 @@ func TestGatewayGuardCPUSteal(t *testing.T) {
 		sink := &fakeSink{}
 		sink.respond = func(key string, ping []byte) {
 			dev, _, _ := bridge.ParseProbeKey(key)
-			time.AfterFunc(time.Duration(rtt.Load()), func() {
+			delay := time.Duration(rtt.Load())
+			go func() { // a sleeping goroutine, not time.AfterFunc: see guard_internal_test.go
+				time.Sleep(delay)
 				pong, err := bridge.Respond(ping, 0, 0)
 				if err == nil {
 					_ = g.HandlePong(bridge.PongKey(dev), pong)
 				}
-			})
+			}()
 		}
 		d, err := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
 		require.NoError(t, err)
