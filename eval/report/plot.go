@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -17,6 +18,15 @@ import (
 type Series struct {
 	Name string
 	X, Y []float64
+}
+
+// Ref is a reference value drawn across a plot as a thin black dashed line with its own
+// legend entry: a vertical line at x = Value on Lines plots, a horizontal one at y = Value on
+// Bars plots (in the plot's unit, before any log scaling). The evaluation uses it for the
+// Adaptive Bridge paper's figures (the results table of evaluation.md).
+type Ref struct {
+	Name  string
+	Value float64
 }
 
 // Size of every PNG.
@@ -47,6 +57,13 @@ func thin(x, y []float64) plotter.XYs {
 // Lines draws series as lines; logX uses a log10 x axis (values ≤ 0 are clamped to the
 // smallest positive value).
 func Lines(path, title, xlabel, ylabel string, logX bool, series []Series) error {
+	return LinesRef(path, title, xlabel, ylabel, logX, series, nil)
+}
+
+// LinesRef is Lines with reference values drawn as vertical lines. When ylabel starts with
+// "fraction" (a CDF) the y axis is ticked at 0, 0.25, 0.5, 0.75 and 0.95 (and 1, unlabelled), so the p50 and
+// p95 of each curve can be read off directly.
+func LinesRef(path, title, xlabel, ylabel string, logX bool, series []Series, refs []Ref) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xlabel
@@ -98,24 +115,61 @@ func Lines(path, title, xlabel, ylabel string, logX bool, series []Series) error
 		}
 		p.X.Min, p.X.Max = lo, hi
 	}
+	if strings.HasPrefix(ylabel, "fraction") {
+		p.Y.Min, p.Y.Max = 0, 1
+		p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 0.25, Label: "0.25"},
+			{Value: 0.5, Label: "0.5"}, {Value: 0.75, Label: "0.75"}, {Value: 0.95, Label: "0.95"}, {Value: 1}})
+	}
+	for i, r := range refs {
+		x := r.Value
+		if logX {
+			x = math.Max(x, 0.01)
+		}
+		if err := addRef(p, r.Name, i, plotter.XYs{{X: x, Y: p.Y.Min}, {X: x, Y: p.Y.Max}}); err != nil {
+			return err
+		}
+	}
 	return Save(p, width, height, path)
+}
+
+// addRef draws one reference line (black, dashed by its index) and names it in the legend.
+func addRef(p *plot.Plot, name string, i int, xy plotter.XYs) error {
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return fmt.Errorf("report: reference %s: %w", name, err)
+	}
+	l.Color = color.Black
+	l.Width = vg.Points(1)
+	l.Dashes = []vg.Length{vg.Points(4), vg.Points(2 + 2*float64(i%3))}
+	p.Add(l)
+	p.Legend.Add(name, l)
+	return nil
 }
 
 // Bars draws grouped bars: one group per category (x axis), one bar per group name; values
 // [group][category]; NaN bars are left out. logY uses a log10 y axis.
 func Bars(path, title, ylabel string, categories, groups []string, values [][]float64, logY bool) error {
+	return BarsRef(path, title, "", ylabel, categories, groups, values, logY, nil)
+}
+
+// BarsRef is Bars with an x axis label and reference values drawn as horizontal lines. The
+// y axis gets headroom above the tallest bar (two decades on a log axis, 45 % on a linear
+// one) so that the legend, drawn in the top left corner, covers no bar.
+func BarsRef(path, title, xlabel, ylabel string, categories, groups []string, values [][]float64, logY bool, refs []Ref) error {
 	p := plot.New()
 	p.Title.Text = title
+	p.X.Label.Text = xlabel
 	p.Y.Label.Text = ylabel
 	p.Legend.Top = true
 	p.Legend.Left = true
+	top := 0.0
 	// A log y axis is drawn by hand: bars start at 0, which a log scale cannot map, so
 	// values are plotted as log10(v/logBase) with ticks labelled in the original unit.
 	const logBase = 0.01
 	if logY {
 		var ticks []plot.Tick
 		for k := 0; k <= 8; k++ {
-			ticks = append(ticks, plot.Tick{Value: float64(k), Label: fmt.Sprintf("%g", logBase*math.Pow(10, float64(k)))})
+			ticks = append(ticks, plot.Tick{Value: float64(k), Label: fmt.Sprintf("%.10g", logBase*math.Pow(10, float64(k)))})
 		}
 		p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	}
@@ -131,6 +185,7 @@ func Bars(path, title, ylabel string, categories, groups []string, values [][]fl
 				v = math.Log10(math.Max(v, logBase) / logBase)
 			}
 			vs[j] = v
+			top = math.Max(top, v)
 		}
 		b, err := plotter.NewBarChart(vs, w)
 		if err != nil {
@@ -144,6 +199,28 @@ func Bars(path, title, ylabel string, categories, groups []string, values [][]fl
 	}
 	p.NominalX(categories...)
 	p.Add(plotter.NewGrid())
+	for _, r := range refs {
+		if logY {
+			top = math.Max(top, math.Log10(math.Max(r.Value, logBase)/logBase))
+		} else {
+			top = math.Max(top, r.Value)
+		}
+	}
+	p.Y.Min = 0
+	if logY {
+		p.Y.Max = math.Ceil(top) + 2
+	} else {
+		p.Y.Max = math.Max(top*1.45, 1)
+	}
+	for i, r := range refs {
+		y := r.Value
+		if logY {
+			y = math.Log10(math.Max(y, logBase) / logBase)
+		}
+		if err := addRef(p, r.Name, i, plotter.XYs{{X: -0.5, Y: y}, {X: float64(len(categories)) - 0.5, Y: y}}); err != nil {
+			return err
+		}
+	}
 	return Save(p, width, height, path)
 }
 

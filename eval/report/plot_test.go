@@ -36,6 +36,22 @@ func TestPlotsWritePNG(t *testing.T) {
 	p = filepath.Join(dir, "bars.png")
 	require.NoError(t, Bars(p, "p95", "ms", []string{"clean", "mild"}, []string{"a", "b"}, [][]float64{{1, 2}, {math.NaN(), 3000}}, true))
 	pngOK(t, p)
+	p = filepath.Join(dir, "bars-ref.png")
+	require.NoError(t, BarsRef(p, "p95", "level", "ms", []string{"clean", "mild"}, []string{"a", "b"}, [][]float64{{1, 2}, {math.NaN(), 3000}}, true,
+		[]Ref{{Name: "paper 1.57 ms", Value: 1.57}, {Name: "paper 11.7 s", Value: 11700}}))
+	pngOK(t, p)
+	require.NoError(t, BarsRef(filepath.Join(dir, "rate.png"), "rate", "level", "Hz", []string{"clean"}, []string{"a"}, [][]float64{{30}}, false, []Ref{{Name: "30 Hz", Value: 30}}))
+	pngOK(t, filepath.Join(dir, "rate.png"))
+	p = filepath.Join(dir, "cdf-ref.png")
+	require.NoError(t, LinesRef(p, "cdf", "ms", "fraction of samples", true, []Series{{Name: "a", X: x, Y: y}}, []Ref{{Name: "paper p95", Value: 1.57}}))
+	pngOK(t, p)
+	if out := os.Getenv("REPORT_PLOT_DIR"); out != "" { // look at them: REPORT_PLOT_DIR=/tmp/x go test ./eval/report
+		for _, n := range []string{"cdf.png", "bars.png", "bars-ref.png", "cdf-ref.png", "rate.png"} {
+			b, err := os.ReadFile(filepath.Join(dir, n))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(out, n), b, 0o644))
+		}
+	}
 	p = filepath.Join(dir, "steps.png")
 	require.NoError(t, Steps(p, "state", "s", "device class", []string{"UNKNOWN", "NONCRITICAL", "CRITICAL"},
 		[]Series{{Name: "dev", X: []float64{0, 2, 2, 60}, Y: []float64{0, 0, 2, 2}}}, [][2]float64{{10, 20}}))

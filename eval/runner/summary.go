@@ -142,6 +142,16 @@ func durOr(d time.Duration, ok bool) string {
 	return d.Round(100 * time.Millisecond).String()
 }
 
+// The Adaptive Bridge paper's figures drawn as reference lines (the results table of
+// evaluation.md, quoted as the summary's reference table): the bridge's critical p50 (1.07–1.10 ms,
+// drawn at the upper end) and p95 (≤ 1.57 ms) on every level, the baseline's impaired critical
+// p95 (11.7–15.0 s, drawn at the lower end) and publisher rate (19.2–21.4 Hz, lower end).
+var (
+	paperCDFRefs  = []report.Ref{{Name: "paper bridge p50 1.10 ms", Value: 1.10}, {Name: "paper bridge p95 1.57 ms", Value: 1.57}}
+	paperP95Refs  = []report.Ref{{Name: "paper bridge p95 1.57 ms", Value: 1.57}, {Name: "paper baseline impaired p95 11.7 s", Value: 11700}}
+	paperRateRefs = []report.Ref{{Name: "paper bridge 30 Hz", Value: 30}, {Name: "paper baseline impaired 19.2 Hz", Value: 19.2}}
+)
+
 // systemOrder fixes the order of systems in plots.
 var systemOrder = []string{"dds-fastdds", "dds-cyclone", "zenoh-router", "picobridge", "picobridge-noclassifier", "split"}
 
@@ -189,7 +199,7 @@ func writePlots(dir string, rows []Row) ([]string, error) {
 			continue
 		}
 		name := "cdf-critical-" + level + ".png"
-		keep(name, report.Lines(filepath.Join(dir, name), "critical latency CDF, "+level, "latency (ms, log)", "fraction of samples", true, series))
+		keep(name, report.LinesRef(filepath.Join(dir, name), "critical latency CDF, "+level+" link", "latency (ms, log scale)", "fraction of samples", true, series, paperCDFRefs))
 	}
 	p95 := make([][]float64, len(systems))
 	rate := make([][]float64, len(systems))
@@ -203,8 +213,10 @@ func writePlots(dir string, rows []Row) ([]string, error) {
 			rate[i] = append(rate[i], q)
 		}
 	}
-	keep("p95-critical.png", report.Bars(filepath.Join(dir, "p95-critical.png"), "critical p95 latency per level", "ms (log)", Levels, systems, p95, true))
-	keep("publisher-rate.png", report.Bars(filepath.Join(dir, "publisher-rate.png"), "publisher rate per level", "Hz", Levels, systems, rate, false))
+	keep("p95-critical.png", report.BarsRef(filepath.Join(dir, "p95-critical.png"), "critical p95 latency per impairment level",
+		"impairment level of the impaired device's link", "critical p95 latency (ms, log scale)", Levels, systems, p95, true, paperP95Refs))
+	keep("publisher-rate.png", report.BarsRef(filepath.Join(dir, "publisher-rate.png"), "publisher rate per impairment level",
+		"impairment level of the impaired device's link", "publication attempts per second (Hz)", Levels, systems, rate, false, paperRateRefs))
 	for _, r := range rows {
 		if !ok(r) || r.Res.Level != "toggle" {
 			continue
