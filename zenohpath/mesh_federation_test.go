@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/internal/interop"
@@ -47,8 +49,13 @@ func nextHopZID(r *Router, dst string) string {
 func TestInteropMeshFederationFailover(t *testing.T) {
 	skipShortInternal(t)
 	interop.FindPython(t)
+	regs := map[*Router]*prometheus.Registry{}
 	newGo := func() (*Router, string) {
-		r := NewRouter(RouterConfig{Transport: transport.Config{Lease: fedLease}})
+		reg := prometheus.NewRegistry()
+		m, err := NewMetrics(reg)
+		require.NoError(t, err)
+		r := NewRouter(RouterConfig{Transport: transport.Config{Lease: fedLease}, Metrics: m})
+		regs[r] = reg
 		t.Cleanup(func() { _ = r.Close() })
 		ln, err := r.Listen(context.Background(), "tcp/127.0.0.1:0")
 		require.NoError(t, err)
@@ -57,13 +64,17 @@ func TestInteropMeshFederationFailover(t *testing.T) {
 	a, aEP := newGo()
 	b, bEP := newGo()
 	procs := map[string]*interop.Proc{}
+	var rustEPs, rustZIDs []string
 	for range 2 {
-		p := interop.Start(t, "router", "--mode", "router", "--listen", interop.FreeEndpoint(t), "--connect", aEP, "--connect", bEP)
+		ep := interop.FreeEndpoint(t)
+		p := interop.Start(t, "router", "--mode", "router", "--listen", ep, "--connect", aEP, "--connect", bEP, "--cfg", "adminspace/enabled=true")
 		var ready struct {
 			ZID string `json:"zid"`
 		}
 		require.NoError(t, p.WaitEvent("ready", 20*time.Second).Decode(&ready))
 		procs[ready.ZID] = p
+		rustEPs = append(rustEPs, ep)
+		rustZIDs = append(rustZIDs, ready.ZID)
 	}
 	want := []string{b.ZID().String()}
 	for z := range procs {
@@ -110,10 +121,25 @@ func TestInteropMeshFederationFailover(t *testing.T) {
 		return got
 	}
 
-	// The publisher can match B's subscriber (a declaration that came one
-	// way) before every router's trees agree: once in three full CI-like
-	// runs none of 100 samples arrived. Prime the route with markers until
-	// one arrives (30 s at most), then count.
+	// The Rust router A sends B's samples to must agree that it is on the
+	// path from A to B (its admin space's route successor): with Rust's
+	// order of zids in the edge costs' tie-break wrong, one run in three
+	// picked another tree than the Rust routers and no sample crossed.
+	first := nextHopZID(a, b.ZID().String())
+	require.Contains(t, procs, first, "A's next hop to B is a Rust router")
+	succ := "@/" + first + "/router/route/successor/src/" + a.ZID().String() + "/dst/" + b.ZID().String()
+	get := interop.Start(t, "get", succ, "--connect", rustEPs[slices.Index(rustZIDs, first)])
+	get.WaitEvent("done", 20*time.Second)
+	var answered bool
+	for _, ev := range get.Events() {
+		if ev.Ev == "reply" && ev.OK && ev.Payload != nil {
+			require.Equal(t, `"`+b.ZID().String()+`"`, *ev.Payload, "the Rust router on A's path forwards to B")
+			answered = true
+		}
+	}
+	require.True(t, answered, "%s answered", succ)
+
+	// Prime the route with markers until one arrives (30 s at most), then count.
 	primeDeadline := time.After(interop.Scale(30 * time.Second))
 	for primed := false; !primed; {
 		put(1 << 40)
@@ -122,6 +148,7 @@ func TestInteropMeshFederationFailover(t *testing.T) {
 			primed = true
 		case <-time.After(100 * time.Millisecond):
 		case <-primeDeadline:
+			meshDiagnose(t, map[string]*Router{"A": a, "B": b}, regs, rustEPs)
 			t.Fatal("no sample crossed the mesh in 30 s after matching")
 		}
 	}
@@ -224,5 +251,43 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// meshDiagnose logs what each router of a federation test believes: the
+// Go routers' graphs, next hops, virtual-face entities and drop counters,
+// and the Rust routers' link-state views from their admin space.
+func meshDiagnose(t *testing.T, gos map[string]*Router, regs map[*Router]*prometheus.Registry, rustEPs []string) {
+	t.Helper()
+	for name, r := range gos {
+		r.mu.RLock()
+		t.Logf("%s %s graph:\n%s", name, r.zid, r.mesh.net.Dot())
+		for _, z := range r.mesh.net.Routers() {
+			if id, ok := r.mesh.net.NextHop(r.zid, z); ok && r.mesh.faces[id] != nil {
+				t.Logf("%s: next hop to %s: %s", name, z, r.mesh.faces[id].zid)
+			}
+		}
+		for mk := range r.mesh.byKey {
+			t.Logf("%s: mesh entity %s %s from %s", name, mk.k, mk.key, mk.src)
+		}
+		r.mu.RUnlock()
+		if mf, err := regs[r].Gather(); err == nil {
+			for _, fam := range mf {
+				for _, m := range fam.GetMetric() {
+					if v := m.GetCounter().GetValue(); v > 0 && strings.Contains(fam.GetName(), "drop") {
+						t.Logf("%s: %s %v = %v", name, fam.GetName(), m.GetLabel(), v)
+					}
+				}
+			}
+		}
+	}
+	for _, ep := range rustEPs {
+		get := interop.Start(t, "get", "@/**", "--connect", ep, "--target", "all")
+		get.WaitEvent("done", 20*time.Second)
+		for _, ev := range get.Events() {
+			if ev.Ev == "reply" && ev.Payload != nil {
+				t.Logf("rust %s: %s:\n%s", ep, ev.Key, *ev.Payload)
+			}
+		}
 	}
 }

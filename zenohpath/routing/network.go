@@ -584,8 +584,11 @@ func (n *Network) EdgeWeight(z wire.ZID) (float64, bool) {
 // tieFactor is Rust's tie-breaking multiplier of an edge's cost
 // (zenoh-mesh-auth.md §1.6; update_edge in zenoh's network.rs): 1 + 0.01 ×
 // h / (2³²−1), with h the low 32 bits of SipHash-1-3 (keys 0, 0: Rust's
-// DefaultHasher) over the 16 little-endian bytes of the smaller zid (as a
-// u128) then those of the larger. Computing the same costs as the Rust
+// DefaultHasher) over the 16 little-endian bytes of the smaller zid then
+// those of the larger, "smaller" being Rust's order of zids: the 16
+// little-endian bytes compared lexicographically from byte 0 (the wire
+// order), not the value of the u128 (checked against the edge costs Rust
+// 1.10.2 routers print in their admin space). Computing the same costs as the Rust
 // routers makes every router of a mesh pick the same tree among
 // equal-hop paths.
 func tieFactor(a, b wire.ZID) float64 {
@@ -607,14 +610,10 @@ func zid16(z wire.ZID) [16]byte {
 	return b
 }
 
-// zidLess compares two little-endian u128 values.
+// zidLess is Rust's order of zids (zenoh 1.10.2): their 16 little-endian
+// bytes compared lexicographically from byte 0.
 func zidLess(a, b [16]byte) bool {
-	for i := 15; i >= 0; i-- {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
+	return bytes.Compare(a[:], b[:]) < 0
 }
 
 // sip13 is SipHash-1-3 with the all-zero key (Rust's std DefaultHasher,

@@ -171,9 +171,14 @@ func TestNetworkSquareFailover(t *testing.T) {
 	_ = nc
 }
 
-// TestTieFactorMatchesRust: the edge cost factor equals what Rust 1.95's
-// DefaultHasher gives for the same zids (values printed by a std-only Rust
-// program hashing u128::to_le_bytes of the smaller then the larger zid).
+// TestTieFactorMatchesRust: the edge cost factor equals what Rust's
+// DefaultHasher gives for the same zids: the first three from a std-only
+// Rust program (rustc 1.95) hashing the to_le_bytes of the smaller then the
+// larger zid, smaller meaning the byte arrays compared from byte 0; the
+// last four are edge costs ÷ 100 that real Rust 1.10.2 routers printed in
+// @/<zid>/router/linkstate/north during a federation test, where the
+// u128 order (the order this used before) picked another tree than the
+// Rust routers did and no sample crossed.
 func TestTieFactorMatchesRust(t *testing.T) {
 	zidOf := func(hexBE string) wire.ZID {
 		b := unhex(t, hexBE)
@@ -192,14 +197,20 @@ func TestTieFactorMatchesRust(t *testing.T) {
 	}{
 		{"0a", "1234567890abcdef1122334455667788", 0xeca37893d973b712, 1.008494219227809},
 		{"0d", "0b", 0x9b062d91820a28a9, 1.0050796751154307},
-		{"aa000000000000000000000000000001", "05", 0xd5cdbba35b819d8b, 1.0035744652416498},
+		{"aa000000000000000000000000000001", "05", 0x59ba89b72e577c52, 1.0018102242475866},
+		{"95c5e16cbbe40b2ea4464f3f49b83916", "97e507db95fa13a9896638f4e47eb213", 0, 1.0086423607237269},
+		{"95c5e16cbbe40b2ea4464f3f49b83916", "295f734eebc19a8cf40479b3e4f49dc6", 0, 1.0078515898221758},
+		{"97e507db95fa13a9896638f4e47eb213", "696c5e1a527f226e8b80a56fd285fc3b", 0, 1.0094027934990363},
+		{"696c5e1a527f226e8b80a56fd285fc3b", "295f734eebc19a8cf40479b3e4f49dc6", 0, 1.0093496428964077},
 	} {
 		a, b := zidOf(tc.a), zidOf(tc.b)
 		la, lb := zid16(a), zid16(b)
 		if zidLess(lb, la) {
 			la, lb = lb, la
 		}
-		require.Equal(t, tc.sip, sip13(append(la[:], lb[:]...)), "%s %s", tc.a, tc.b)
+		if tc.sip != 0 {
+			require.Equal(t, tc.sip, sip13(append(la[:], lb[:]...)), "%s %s", tc.a, tc.b)
+		}
 		require.InDelta(t, tc.f, tieFactor(a, b), 1e-15)
 		require.Equal(t, tieFactor(a, b), tieFactor(b, a))
 	}
