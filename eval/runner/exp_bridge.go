@@ -6,23 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/ddspath"
-	"github.com/picobridge/picobridge/ddspath/ros2"
+	"github.com/picobridge/picobridge/eval/demo"
 	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/eval/measure"
-	"github.com/picobridge/picobridge/zenohpath"
+	"github.com/picobridge/picobridge/firmware/devsim"
 )
 
 // bridgeVariant selects what a picobridge run measures.
@@ -117,27 +118,83 @@ func getDevicez(addr string) (devicezDoc, error) {
 // device names in the gateway's devices.list → consumer names in the CSV.
 var deviceConsumer = map[string]string{"crit": Critical, "slow": Impaired}
 
-// openZenohDevice opens a Go Zenoh client with a probe responder and a subscriber on key
-// that reports each LaserScan's header stamp and its receive time to rec.
-func openZenohDevice(ctx context.Context, name, endpoint, key string, rec *Recorder, consumer string) (*zenohpath.Session, error) {
-	s, err := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{endpoint}})
+// The picobridge devices of exp3/4/6 are firmware/devsim devices that obey their knobs (the
+// receive ring, the batch size, the socket window): both are the demo's tuned Zephyr board
+// (eval/demo.TunedZephyrEnv: 5 ms socket window, 4096 B batches — firmware built for 30 Hz
+// LaserScans), so they differ only in their link. The gateway's devices.list names the same
+// platform, board and env, as a fleet's config would.
+const (
+	devPlatform = "zephyr"
+	devBoard    = "nucleo_f429zi"
+)
+
+// devEnv is the knob overrides of both devices (eval/demo.TunedZephyrEnv).
+var devEnv = demo.TunedZephyrEnv
+
+// devicesYAML is the gateway's devices.list for the two devices.
+func devicesYAML() string {
+	var b strings.Builder
+	b.WriteString("devices:\n  list:\n")
+	for _, name := range []string{"crit", "slow"} {
+		fmt.Fprintf(&b, "    - name: %s\n      platform: %s\n      board: %s\n      env:\n", name, devPlatform, devBoard)
+		keys := make([]string, 0, len(devEnv))
+		for k := range devEnv {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "        %s: %q\n", k, devEnv[k])
+		}
+	}
+	return b.String()
+}
+
+// deviceDrops counts the samples a simulated device dropped, by outcome (ring_full,
+// oversize, slot).
+type deviceDrops struct {
+	mu sync.Mutex
+	n  map[string]map[string]int // device → outcome → count
+}
+
+func (d *deviceDrops) add(dev, outcome string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.n == nil {
+		d.n = map[string]map[string]int{}
+	}
+	if d.n[dev] == nil {
+		d.n[dev] = map[string]int{}
+	}
+	d.n[dev][outcome]++
+}
+
+func (d *deviceDrops) of(dev string) map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.n[dev])
+}
+
+// startDevice starts a simulated zenoh-pico device (firmware/devsim, with its probe responder)
+// connected to endpoint and subscribed to key; every LaserScan its application takes is
+// reported to rec (header stamp, delivery time) and every one it drops to drops.
+func startDevice(ctx context.Context, name, endpoint, key string, rec *Recorder, consumer string, drops *deviceDrops) (*devsim.Device, error) {
+	d, err := devsim.NewDevice(devsim.DeviceConfig{Name: name, Platform: devPlatform, Board: devBoard, Env: devEnv, Endpoint: endpoint,
+		Subscriptions: []devsim.Subscription{{Key: key, Large: true}}}, devsim.Options{OnSample: func(e devsim.SampleEvent) {
+		if e.Outcome != devsim.OutcomeDelivered {
+			drops.add(name, e.Outcome)
+			return
+		}
+		if !e.Stamp.IsZero() {
+			rec.Received(consumer, e.Stamp.UnixNano(), e.Delivered.UnixNano())
+		}
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("device %s: %w", name, err)
 	}
-	_, err = s.DeclareSubscriber(key, func(smp zenohpath.Sample) {
-		now := time.Now()
-		if st, err := ros2.HeaderStamp(smp.Payload()); err == nil {
-			rec.Received(consumer, st.UnixNano(), now.UnixNano())
-		}
-	})
-	if err == nil {
-		_, err = server.DeclareProbeResponder(s, name)
+	if err := d.Start(ctx); err != nil {
+		return nil, fmt.Errorf("device %s: %w", name, err)
 	}
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	return s, nil
+	return d, nil
 }
 
 // runBridge is experiments 3, 4 and 6: Cyclone publisher (as exp1) → `picobridge run` (its
@@ -169,7 +226,7 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 	if v == bridgeNoClassifier {
 		classifier = "false"
 	}
-	yaml := fmt.Sprintf("dds:\n  domain: %d\nroutes:\n  critical: [\"/scan\"]\ndevices:\n  list:\n    - {name: crit, platform: generic}\n    - {name: slow, platform: generic}\nclassifier:\n  enabled: %s\n", dom, classifier)
+	yaml := fmt.Sprintf("dds:\n  domain: %d\nroutes:\n  critical: [\"/scan\"]\n%sclassifier:\n  enabled: %s\n", dom, devicesYAML(), classifier)
 	cfgFile := filepath.Join(dir, "picobridge.yaml")
 	if err := os.WriteFile(cfgFile, []byte(yaml), 0o644); err != nil {
 		return err
@@ -216,16 +273,17 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 	res.Impairment = fmt.Sprintf("impaired device's TCP link through linkemu TCPProxy, profile %s", level)
 
 	const key = "scan" // plain key style: /scan → scan
-	crit, err := openZenohDevice(ctx, "crit", zep, key, rec, Critical)
+	var drops deviceDrops
+	crit, err := startDevice(ctx, "crit", zep, key, rec, Critical, &drops)
 	if err != nil {
 		return err
 	}
-	defer crit.Close()
-	slow, err := openZenohDevice(ctx, "slow", "tcp/"+proxy.Addr(), key, rec, Impaired)
+	defer crit.Stop()
+	slow, err := startDevice(ctx, "slow", "tcp/"+proxy.Addr(), key, rec, Impaired, &drops)
 	if err != nil {
 		return err
 	}
-	defer slow.Close()
+	defer slow.Stop()
 
 	var direct *child
 	if v == bridgeHop {
@@ -273,7 +331,7 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 		return err
 	}
 	time.Sleep(time.Second) // the DDS→Zenoh route and the devices' subscriptions settle
-	res.Notes = append(res.Notes, "publisher: Cyclone RELIABLE KEEP_ALL, max_blocking_time ∞; gateway: `picobridge run` (route /scan critical, default classifier and lanes"+map[bool]string{true: ", classifier disabled", false: ""}[v == bridgeNoClassifier]+"); devices: Go zenohpath clients with probe responders")
+	res.Notes = append(res.Notes, "publisher: Cyclone RELIABLE KEEP_ALL, max_blocking_time ∞; gateway: `picobridge run` (route /scan critical, default classifier and lanes"+map[bool]string{true: ", classifier disabled", false: ""}[v == bridgeNoClassifier]+"); devices: firmware/devsim "+devPlatform+"/"+devBoard+" (tuned: 5 ms socket window, 4096 B batches) with probe responders")
 
 	d := cfg.runDuration(level)
 	before, _ := measure.ProcUsage(gw.pid())
@@ -333,7 +391,8 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 		for name, l := range dev.Lanes {
 			lanes = append(lanes, fmt.Sprintf("%s fwd %d drops %v", name, l.Forwarded, l.Dropped))
 		}
-		res.Notes = append(res.Notes, fmt.Sprintf("device %s: class %s, batched %.0f Hz, %s", dev.Name, dev.Classifier.Class, dev.BatchedRateHz, strings.Join(lanes, ", ")))
+		sort.Strings(lanes)
+		res.Notes = append(res.Notes, fmt.Sprintf("device %s: class %s, batched %.0f Hz, %s; dropped in the device: %v", dev.Name, dev.Classifier.Class, dev.BatchedRateHz, strings.Join(lanes, ", "), drops.of(dev.Name)))
 	}
 	st := proxy.Stats()
 	res.ProducedLoss = st.ProducedLoss()
