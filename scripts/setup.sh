@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # Pinned versions. eclipse-zenoh is the real Rust Zenoh, used by the interop tests.
 ZENOH_PY_VERSION="1.10.2"
 STATICCHECK_VERSION="v0.8.2"
-APT_PACKAGES=(cyclonedds-dev libfastrtps-dev g++ cmake pkg-config sqlite3)
+APT_PACKAGES=(cyclonedds-dev libfastrtps-dev g++ cmake pkg-config sqlite3 mosquitto)
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi

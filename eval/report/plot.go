@@ -47,6 +47,15 @@ func thin(x, y []float64) plotter.XYs {
 // Lines draws series as lines; logX uses a log10 x axis (values ≤ 0 are clamped to the
 // smallest positive value).
 func Lines(path, title, xlabel, ylabel string, logX bool, series []Series) error {
+	return LinesLog(path, title, xlabel, ylabel, logX, false, series)
+}
+
+// LinesLog is Lines with an optional log10 y axis as well (y values ≤ 0 and NaN points
+// are left out of a log y axis).
+func LinesLog(path, title, xlabel, ylabel string, logX, logY bool, series []Series) error {
+	if logY {
+		series = positiveY(series)
+	}
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xlabel
@@ -98,7 +107,39 @@ func Lines(path, title, xlabel, ylabel string, logX bool, series []Series) error
 		}
 		p.X.Min, p.X.Max = lo, hi
 	}
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, s := range series {
+			for _, v := range s.Y {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+		if math.IsInf(lo, 0) {
+			lo, hi = 0.1, 10
+		}
+		if hi < lo*10 {
+			lo, hi = lo/3, hi*3
+		}
+		p.Y.Min, p.Y.Max = lo, hi
+	}
 	return Save(p, width, height, path)
+}
+
+// positiveY drops points whose y is not a positive number.
+func positiveY(series []Series) []Series {
+	out := make([]Series, len(series))
+	for i, s := range series {
+		out[i].Name = s.Name
+		for j := range s.Y {
+			if s.Y[j] > 0 && !math.IsInf(s.Y[j], 0) {
+				out[i].X = append(out[i].X, s.X[j])
+				out[i].Y = append(out[i].Y, s.Y[j])
+			}
+		}
+	}
+	return out
 }
 
 // Bars draws grouped bars: one group per category (x axis), one bar per group name; values
