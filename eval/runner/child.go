@@ -325,6 +325,20 @@ func (c *child) stop() {
 	c.cmd.Wait()
 }
 
+// terminate stops a child that does not watch its stdin (mosquitto, `picobridge run` and
+// `picobridge router`): SIGTERM, up to 10 s for it to exit, then SIGKILL.
+func (c *child) terminate() {
+	c.stdin.Close()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+	_ = c.cmd.Wait()
+}
+
 // line returns the first line with prefix seen so far.
 func (c *child) line(prefix string) string {
 	c.mu.Lock()

@@ -191,7 +191,7 @@ func openMWPicobridge(ctx context.Context, cfg Config, useTLS bool, sink *mwSink
 	if err != nil {
 		return nil, err
 	}
-	cl.add(gw.stop)
+	cl.add(gw.terminate)
 	if err := waitFor("picobridge router /metrics", 30*time.Second, func() bool {
 		r, err := http.Get("http://" + haddr + "/metrics")
 		if err != nil {
@@ -295,7 +295,7 @@ func openMWMosquitto(ctx context.Context, cfg Config, useTLS bool, sink *mwSink)
 	if err != nil {
 		return nil, err
 	}
-	cl.add(broker.stop)
+	cl.add(broker.terminate)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	if err := waitFor("mosquitto listening", 30*time.Second, func() bool {
 		c, err := net.DialTimeout("tcp", addr, time.Second)

@@ -143,7 +143,7 @@ var seedWinner = map[string]string{"ethernet": MWCyclone, "wifi": MWZenoh, "4g":
 // q-quantile at the most payload sizes (ties: the lower geometric mean over the sizes
 // where all candidates have a finite value). It returns the winner, its wins, the number
 // of sizes compared and, per size, the winner's label.
-func mwWinner(rows []MWRow, profile string, sizes []int, q float64) (winner string, wins, compared int) {
+func mwWinner(rows []MWRow, profile string, sizes []int, q float64) (winner string, wins, compared int, perSize []string) {
 	var cands []string
 	for _, s := range MWSystems {
 		for _, size := range sizes {
@@ -154,7 +154,7 @@ func mwWinner(rows []MWRow, profile string, sizes []int, q float64) (winner stri
 		}
 	}
 	if len(cands) < 2 {
-		return "", 0, 0
+		return "", 0, 0, nil
 	}
 	count := map[string]int{}
 	logSum := map[string]float64{}
@@ -182,6 +182,7 @@ func mwWinner(rows []MWRow, profile string, sizes []int, q float64) (winner stri
 		}
 		compared++
 		count[best]++
+		perSize = append(perSize, SizeLabel(size)+" "+best)
 		if all {
 			common++
 			for c, v := range vals {
@@ -197,7 +198,7 @@ func mwWinner(rows []MWRow, profile string, sizes []int, q float64) (winner stri
 			winner = c
 		}
 	}
-	return winner, wins, compared
+	return winner, wins, compared, perSize
 }
 
 // mwParagraph states per profile which system had the lowest p50 and p95 and whether the
@@ -206,13 +207,14 @@ func mwParagraph(rows []MWRow) string {
 	profiles, sizes, _ := mwPresent(rows)
 	var b strings.Builder
 	for _, prof := range profiles {
-		w50, n50, c50 := mwWinner(rows, prof, sizes, 0.50)
-		w95, n95, c95 := mwWinner(rows, prof, sizes, 0.95)
+		w50, n50, c50, by50 := mwWinner(rows, prof, sizes, 0.50)
+		w95, n95, c95, by95 := mwWinner(rows, prof, sizes, 0.95)
 		if w50 == "" {
 			fmt.Fprintf(&b, "- **%s**: fewer than two systems ran; no comparison.\n", prof)
 			continue
 		}
-		fmt.Fprintf(&b, "- **%s**: lowest p50 %s (at %d of %d payload sizes), lowest p95 %s (at %d of %d).", prof, w50, n50, c50, w95, n95, c95)
+		fmt.Fprintf(&b, "- **%s**: lowest p50 %s (at %d of %d payload sizes: %s), lowest p95 %s (at %d of %d: %s).",
+			prof, w50, n50, c50, strings.Join(by50, ", "), w95, n95, c95, strings.Join(by95, ", "))
 		seed, ok := seedWinner[prof]
 		if !ok {
 			b.WriteString("\n")

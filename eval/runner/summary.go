@@ -57,8 +57,13 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 	if cfg.Quick {
 		profile = "quick"
 	}
-	fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Bag `%s`, topic `%s` replayed at %.0f Hz (looping, header stamps rewritten to the send time). Latency = receive time − header stamp, one host clock. Definitions and deviations from the paper: docs/eval.md.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), profile, cfg.Seed, cfg.Bag, cfg.Topic, cfg.RateHz)
+	gen := time.Now().UTC().Format("2006-01-02 15:04 MST")
+	if len(rows) == 0 {
+		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Definitions and deviations: docs/eval.md.\n\n", gen, profile, cfg.Seed)
+	} else {
+		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Bag `%s`, topic `%s` replayed at %.0f Hz (looping, header stamps rewritten to the send time). Latency = receive time − header stamp, one host clock. Definitions and deviations from the paper: docs/eval.md.\n\n",
+			gen, profile, cfg.Seed, cfg.Bag, cfg.Topic, cfg.RateHz)
+	}
 	if cfg.Cotenant > 0 {
 		fmt.Fprintf(w, "**Busy host**: %d CPU busy loops (separate `sh -c 'while :; do :; done'` processes) ran beside the systems under test during every run and were stopped after it (`--cotenant %d`).\n\n", cfg.Cotenant, cfg.Cotenant)
 	}
