@@ -112,10 +112,7 @@ func mwPresent(rows []MWRow) (profiles []string, sizes []int, labels []string) {
 		})
 	}
 	order(profiles, MWProfiles)
-	var canonLabels []string
-	for _, s := range MWSystems {
-		canonLabels = append(canonLabels, s)
-	}
+	canonLabels := slices.Clone(MWSystems)
 	for _, s := range MWSystems {
 		canonLabels = append(canonLabels, s+"+tls")
 	}
