@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
@@ -369,6 +370,8 @@ func startCotenants(n int) (stop func()) {
 	var cmds []*exec.Cmd
 	for range n {
 		c := exec.Command("sh", "-c", "while :; do :; done")
+		// Killed with us should picoeval die before stop runs (Linux PR_SET_PDEATHSIG).
+		c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := c.Start(); err != nil {
 			continue
 		}

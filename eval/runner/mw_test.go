@@ -141,7 +141,7 @@ func TestMWSummarizeAndParagraph(t *testing.T) {
 	t.Log(p)
 	lines := strings.Split(strings.TrimSpace(p), "\n")
 	require.Len(t, lines, 3)
-	require.Contains(t, lines[0], "**ethernet**: lowest p50 cyclone (at 2 of 2 payload sizes: 64B cyclone, 16KiB cyclone), lowest p95 cyclone")
+	require.Contains(t, lines[0], "**ethernet**: lowest p50 cyclone (at 2 of 2 payload sizes: 64B cyclone, 16KiB cyclone); lowest p95 cyclone")
 	require.Contains(t, lines[0], "(Cyclone DDS best on ethernet) **reproduces**.")
 	require.Contains(t, lines[1], "**wifi**: lowest p50 mosquitto")
 	require.Contains(t, lines[1], "lowest p95 zenoh-rust")
@@ -155,6 +155,13 @@ func TestMWSummarizeAndParagraph(t *testing.T) {
 		SummarizeMW(mwSynthetic(MWZenoh, "4g", 64, false, n, flat(2))),
 	})
 	require.Contains(t, noRep, "(Zenoh best on 4g) **does not reproduce**")
+	// Within 5 % is a tie: nobody wins the size.
+	tie := mwParagraph([]MWRow{
+		SummarizeMW(mwSynthetic(MWMosquitto, "4g", 64, false, n, flat(1.00))),
+		SummarizeMW(mwSynthetic(MWZenoh, "4g", 64, false, n, flat(1.04))),
+	})
+	require.Contains(t, tie, "no lowest p50 (ties within 5 % at all 1 sizes: 64B mosquitto≈zenoh-rust)")
+	require.Contains(t, tie, "(Zenoh best on 4g) is **not borne out**: no system was clearly fastest.")
 
 	// The section and the plots.
 	out := t.TempDir()
