@@ -313,6 +313,48 @@ func mwSpecs(cfg Config) []mwSystemSpec {
 	return out
 }
 
+// mwSessionOverhead is the measured setup + teardown of one (system, TLS) session
+// (0.1–0.9 s up, ≤ 1 s down on loopback; TestSmokeMW), rounded up.
+const mwSessionOverhead = 3 * time.Second
+
+// mwPlannedTime estimates the wall time of the comparison with every system available:
+// per phase the publication time ((n−1)/rate) plus one message's serialization and
+// one-way delay on the link (the drain when nothing is lost), plus mwSessionOverhead per
+// session. It ignores loss stalls and a host too slow for the offered rate.
+func mwPlannedTime(cfg Config) time.Duration {
+	profiles, sizes := MWProfiles, MWSizes
+	if len(cfg.MWProfiles) > 0 {
+		profiles = cfg.MWProfiles
+	}
+	if len(cfg.MWSizes) > 0 {
+		sizes = cfg.MWSizes
+	}
+	var phases time.Duration
+	for _, pn := range profiles {
+		p, err := linkemu.LookupProfile(pn)
+		if err != nil {
+			continue
+		}
+		for _, size := range sizes {
+			rate := mwRate(size, p.ToDevice.Rate)
+			n := mwMessages(rate, cfg.mwPhaseDuration())
+			phases += time.Duration(float64(n-1) / rate * float64(time.Second))
+			if p.ToDevice.Rate > 0 {
+				phases += time.Duration(float64(size*8) / float64(p.ToDevice.Rate) * float64(time.Second))
+			}
+			phases += p.ToDevice.Delay.Mean
+		}
+	}
+	var total time.Duration
+	for _, sp := range mwSpecs(cfg) {
+		if sp.system == MWCyclone && sp.tls {
+			continue // never runs (no DDS Security)
+		}
+		total += phases + mwSessionOverhead
+	}
+	return total
+}
+
 // runMW runs the middleware comparison: per (system, TLS) one setup, then every
 // (profile, size) phase on it, each phase one Result named mwRunName.
 func runMW(ctx context.Context, cfg Config) []*Result {
@@ -324,6 +366,7 @@ func runMW(ctx context.Context, cfg Config) []*Result {
 	if len(cfg.MWSizes) > 0 {
 		sizes = cfg.MWSizes
 	}
+	cfg.Log("picoeval: mw: %d profiles × %d sizes per system, planned ≈ %v", len(profiles), len(sizes), mwPlannedTime(cfg).Round(time.Second))
 	var results []*Result
 	for _, sp := range mwSpecs(cfg) {
 		var rs []*Result

@@ -221,3 +221,16 @@ func leafFiles(cert, key string) (l testpki.Leaf) {
 	l.CertFile, l.KeyFile = cert, key
 	return l
 }
+
+// TestMWPlannedTimeFitsBudget: the default comparison (3 link classes × 5 sizes × 4
+// systems, TLS on and off, Cyclone without) is planned within the 12-minute budget of a
+// full run on 2 cores, the quick profile within a minute per link class.
+func TestMWPlannedTimeFitsBudget(t *testing.T) {
+	full := mwPlannedTime(Config{})
+	t.Logf("full mw plan: %v", full)
+	require.Less(t, full, 10*time.Minute) // 2 minutes left for loss stalls and host load
+	require.Greater(t, full, 5*time.Minute)
+	quick := mwPlannedTime(Config{Quick: true, MWProfiles: []string{"wifi"}, MWSizes: []int{64, 16 << 10}})
+	t.Logf("smoke mw plan: %v", quick)
+	require.Less(t, quick, 40*time.Second)
+}
