@@ -43,7 +43,9 @@ func mwCycloneXML(listen int, peer string) string {
 	var b strings.Builder
 	b.WriteString(`<CycloneDDS><Domain id="any"><General><Interfaces><NetworkInterface address="127.0.0.1"/></Interfaces>`)
 	b.WriteString(`<AllowMulticast>false</AllowMulticast><Transport>tcp</Transport></General>`)
-	b.WriteString(`<Discovery><ParticipantIndex>none</ParticipantIndex>`)
+	// SPDP every second (Cyclone's default is 30 s): the subscriber's first SPDP may find
+	// no publisher behind the proxy yet, and each SPDP is also its next connection attempt.
+	b.WriteString(`<Discovery><ParticipantIndex>none</ParticipantIndex><SPDPInterval>1s</SPDPInterval>`)
 	if peer != "" {
 		fmt.Fprintf(&b, `<Peers><Peer address="%s"/></Peers>`, esc(peer))
 	}
@@ -167,6 +169,12 @@ func openMWCyclone(ctx context.Context, cfg Config, _ bool, sink *mwSink) (*mwCo
 		return nil, err
 	}
 	procs = append(procs, pub)
+	// The publisher listens once its domain exists ("ready"); connecting before that costs
+	// the subscriber a discovery round.
+	if _, err := pub.waitLine("ready", 60*time.Second); err != nil {
+		closeAll()
+		return nil, err
+	}
 	sub, err := startMWChild("dds subscriber", childSpec{Role: "mwsub", Domain: dom, CycloneXML: mwCycloneXML(0, proxy.Addr())}, sink)
 	if err != nil {
 		closeAll()
