@@ -86,7 +86,21 @@ func LinesLog(path, title, xlabel, ylabel string, logX, logY bool, series []Seri
 		l.Width = vg.Points(1.5)
 		l.Dashes = plotutil.Dashes(i % 3)
 		p.Add(l)
-		p.Legend.Add(s.Name, l)
+		if logY {
+			// Few measured points per line (one per payload size): mark them, so a
+			// one-point series is visible too.
+			sc, err := plotter.NewScatter(thin(x, s.Y))
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", s.Name, err)
+			}
+			sc.GlyphStyle.Color = l.Color
+			sc.GlyphStyle.Shape = plotutil.Shape(i)
+			sc.GlyphStyle.Radius = vg.Points(3)
+			p.Add(sc)
+			p.Legend.Add(s.Name, l, sc)
+		} else {
+			p.Legend.Add(s.Name, l)
+		}
 		drawn++
 	}
 	p.Add(plotter.NewGrid())
@@ -161,6 +175,7 @@ func Bars(path, title, ylabel string, categories, groups []string, values [][]fl
 		p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	}
 	w := vg.Points(float64(60) / float64(max(1, len(groups))))
+	top := 0.0
 	for i, g := range groups {
 		vs := make(plotter.Values, len(categories))
 		for j := range categories {
@@ -172,6 +187,7 @@ func Bars(path, title, ylabel string, categories, groups []string, values [][]fl
 				v = math.Log10(math.Max(v, logBase) / logBase)
 			}
 			vs[j] = v
+			top = math.Max(top, v)
 		}
 		b, err := plotter.NewBarChart(vs, w)
 		if err != nil {
@@ -185,6 +201,9 @@ func Bars(path, title, ylabel string, categories, groups []string, values [][]fl
 	}
 	p.NominalX(categories...)
 	p.Add(plotter.NewGrid())
+	if logY {
+		p.Y.Max = math.Floor(top) + 1 // up to the next decade's tick
+	}
 	return Save(p, width, height, path)
 }
 

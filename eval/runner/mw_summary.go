@@ -385,7 +385,7 @@ func writeMWPlots(dir string, rows []MWRow) ([]string, error) {
 			}
 		}
 		name := "mw-throughput-" + prof + ".png"
-		keep(name, report.Bars(filepath.Join(dir, name), "delivered throughput per payload, "+prof+" link", "kB/s delivered (kB = 10³ B, log)", cats, labels, vals, true))
+		keep(name, report.Bars(filepath.Join(dir, name), "delivered throughput per payload (open loop), "+prof+" link", "kB/s delivered (kB = 10³ B, log)", cats, labels, vals, true))
 	}
 	return plots, firstErr
 }
