@@ -197,12 +197,17 @@ func (r *mwRecorder) fill(res *Result) {
 
 // mwSink routes receptions to the current phase's recorder; it implements the child
 // line hook for "r <stamp> <recv>" and "s <stamp> <dur_ns> <failed>" lines.
-type mwSink struct{ cur atomic.Pointer[mwRecorder] }
+type mwSink struct {
+	cur  atomic.Pointer[mwRecorder]
+	late atomic.Int64 // receptions between phases (after their phase's grace)
+}
 
 func (s *mwSink) received(stamp, recv int64) {
 	if r := s.cur.Load(); r != nil {
 		r.received(stamp, recv)
+		return
 	}
+	s.late.Add(1)
 }
 
 // payload is the callback of an in-process subscriber.
@@ -219,8 +224,8 @@ func (s *mwSink) handleLine(line string) bool {
 	switch {
 	case strings.HasPrefix(line, "r "):
 		var st, rv int64
-		if _, err := fmt.Sscan(line[2:], &st, &rv); err == nil && r != nil {
-			r.received(st, rv)
+		if _, err := fmt.Sscan(line[2:], &st, &rv); err == nil {
+			s.received(st, rv)
 		}
 		return true
 	case strings.HasPrefix(line, "s "):
@@ -441,6 +446,9 @@ func runMWPhase(ctx context.Context, cfg Config, conn *mwConn, sink *mwSink, res
 	res.MW.OfferedHz = rate
 	res.MW.BrokerCPU = conn.broker
 	rec := &mwRecorder{}
+	if n := sink.late.Swap(0); n > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d receptions of the previous phase arrived after its grace time (counted there as lost)", n))
+	}
 	sink.cur.Store(rec)
 	defer sink.cur.Store(nil)
 	st0 := conn.proxy.Stats().Total()
@@ -482,10 +490,11 @@ func runMWPhase(ctx context.Context, cfg Config, conn *mwConn, sink *mwSink, res
 	return nil
 }
 
-// mwGrace is how long a phase waits after its last publication: 2 s plus four times
-// the message's serialization time and round trip on the link.
+// mwGrace is how long a phase waits after its last publication for what is still in
+// flight: 10 s plus four serialization times and eight one-way delays on the link. The
+// wait ends as soon as everything sent has arrived, so only a lost message costs it.
 func mwGrace(p linkemu.Profile, size int) time.Duration {
-	g := 2*time.Second + 8*p.ToDevice.Delay.Mean
+	g := 10*time.Second + 8*p.ToDevice.Delay.Mean
 	if p.ToDevice.Rate > 0 {
 		g += 4 * time.Duration(float64(size*8)/float64(p.ToDevice.Rate)*float64(time.Second))
 	}

@@ -69,6 +69,11 @@ func TestMWRecorderJoinsOutOfOrder(t *testing.T) {
 	for _, s := range res.Samples {
 		require.Equal(t, map[int64]uint64{100: 0, 300: 2}[s.SendNs], s.Seq)
 	}
+	// Between phases a reception has no recorder: it is counted as late, not lost silently.
+	sink.cur.Store(nil)
+	require.True(t, sink.handleLine("r 400 410"))
+	sink.payload(make([]byte, 64))
+	require.EqualValues(t, 2, sink.late.Load())
 }
 
 // mwSynthetic is a run of n messages 20 ms apart, each delivered lat(i) ms later
