@@ -111,7 +111,7 @@ func parseSizes(s string) ([]int, error) {
 		if err != nil || n <= 0 {
 			return nil, fmt.Errorf("--mw-sizes %s: want a positive number of bytes, KiB or MiB", item)
 		}
-		if n*mul < 12 || n*mul > 64<<20 {
+		if n > (64<<20)/mul || n*mul < 12 { // n checked before the product can overflow
 			return nil, fmt.Errorf("--mw-sizes %s: want 12 B to 64 MiB (a payload holds a 4-byte header and an 8-byte stamp)", item)
 		}
 		out = append(out, n*mul)

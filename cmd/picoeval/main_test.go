@@ -41,7 +41,28 @@ func TestParseSizes(t *testing.T) {
 	got, err := parseSizes("64, 1KiB,16KiB ,256KiB,1MiB,1500B,12")
 	require.NoError(t, err)
 	require.Equal(t, []int{64, 1024, 16384, 262144, 1048576, 1500, 12}, got)
+	_, err = parseSizes("17592186044428MiB") // (2^44 + 12) MiB wraps to 12 B in 64 bits
+	require.ErrorContains(t, err, "want 12 B to 64 MiB")
 	got, err = parseSizes("")
 	require.NoError(t, err)
 	require.Empty(t, got)
+}
+
+// FuzzParseSizes: a list either parses into sizes within 12 B–64 MiB or is an error that
+// names --mw-sizes; nothing panics.
+func FuzzParseSizes(f *testing.F) {
+	for _, s := range []string{"64,1KiB,16KiB,256KiB,1MiB", "", "1500B", "0", "-1", "99999999999999999999MiB", "12", "64MiB", "65MiB", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseSizes(s)
+		if err != nil {
+			require.Contains(t, err.Error(), "--mw-sizes ")
+			return
+		}
+		for _, n := range got {
+			require.GreaterOrEqual(t, n, 12)
+			require.LessOrEqual(t, n, 64<<20)
+		}
+	})
 }

@@ -239,3 +239,23 @@ func TestMWPlannedTimeFitsBudget(t *testing.T) {
 	t.Logf("smoke mw plan: %v", quick)
 	require.Less(t, quick, 40*time.Second)
 }
+
+// FuzzMWChildLine: any stdout line of a DDS child is either consumed as one reception or
+// send, or left alone; a consumed "r"/"s" line adds at most one record; nothing panics.
+func FuzzMWChildLine(f *testing.F) {
+	for _, s := range []string{"r 1 2", "s 1 2 0", "s 1 2 1", "ready", "matched", "done", "r x y", "s 1", "r 9223372036854775807 -1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		sink := &mwSink{}
+		rec := &mwRecorder{}
+		sink.cur.Store(rec)
+		consumed := sink.handleLine(line)
+		require.Equal(t, strings.HasPrefix(line, "r ") || strings.HasPrefix(line, "s "), consumed)
+		sent, recv := rec.counts()
+		require.LessOrEqual(t, sent+recv, 1)
+		res := &Result{Run: "f", MW: &MWInfo{Size: 64}}
+		rec.fill(res)
+		require.LessOrEqual(t, len(res.Samples)+len(res.Attempts), 1)
+	})
+}
