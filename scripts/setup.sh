@@ -4,10 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# mosquitto: the MQTT broker of picoeval's middleware comparison (the runner starts its own
+# instance with a generated config on a free loopback port; the packaged service is not used).
 # Pinned versions. eclipse-zenoh is the real Rust Zenoh, used by the interop tests.
 ZENOH_PY_VERSION="1.10.2"
 STATICCHECK_VERSION="v0.8.2"
-APT_PACKAGES=(cyclonedds-dev libfastrtps-dev g++ cmake pkg-config sqlite3)
+APT_PACKAGES=(cyclonedds-dev libfastrtps-dev g++ cmake pkg-config sqlite3 mosquitto)
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi

@@ -54,7 +54,7 @@ func TestExitStatus(t *testing.T) {
 	}{
 		{[]string{"--upstream", "tcp/127.0.0.1:7447"}, `linkemu: required flag(s) "listen" not set`},
 		{[]string{"--listen", "tcp/127.0.0.1:0", "--upstream", "tcp/127.0.0.1:7447", "--profile", "awful"},
-			`linkemu: --profile: unknown profile "awful" (allowed: clean, mild, moderate, strong)`},
+			`linkemu: --profile: unknown profile "awful" (allowed: clean, mild, moderate, strong, ethernet, wifi, 4g)`},
 		{[]string{"-listen", "tcp/127.0.0.1:0"}, `linkemu: -listen: a long flag takes two dashes: --listen (see linkemu --help)`},
 		{[]string{"--listen", "tcp/127.0.0.1:99999", "--upstream", "tcp/127.0.0.1:7447"}, `linkemu: --listen: endpoint "tcp/127.0.0.1:99999": port "99999": want 0 to 65535`},
 		{[]string{"--listen", "udp/127.0.0.1:0", "--upstream", "udp/127.0.0.1:70000"}, `linkemu: --upstream: endpoint "udp/127.0.0.1:70000": port "70000": want 0 to 65535`},

@@ -1,7 +1,8 @@
 // Command picoeval runs the evaluation (evaluation.md experiments 1–6) and writes raw CSVs,
 // summary.md and PNG plots. See docs/eval.md.
 //
-//	picoeval [--quick] [--out DIR] [--only exp1,exp5] [--duration 30s] [--seed N] [--bag DIR]
+//	picoeval [--quick] [--out DIR] [--only exp1,exp5,mw] [--duration 30s] [--seed N] [--bag DIR] [--cotenant N]
+//	         [--mw-sizes 64,1KiB] [--mw-profiles ethernet,wifi,4g] [--mw-systems cyclone,mosquitto] [--mw-no-tls]
 //
 // Flags and help follow picobridge's style; exit status 0, 1 when the evaluation failed,
 // 2 for a usage error (internal/cli).
@@ -14,18 +15,21 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/picobridge/picobridge/ddspath/rosbag/rosbagtest"
+	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/eval/runner"
 	"github.com/picobridge/picobridge/internal/cli"
 )
 
 // experiments are the ids --only accepts.
-var experiments = []string{"exp1", "exp2", "exp3", "exp4", "exp5", "exp6"}
+var experiments = []string{"exp1", "exp2", "exp3", "exp4", "exp5", "exp6", runner.MWExp}
 
 func main() {
 	runner.MaybeChild() // re-executed consumers and gateways
@@ -40,19 +44,29 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func newCommand(stdout io.Writer) *cobra.Command {
 	var cfg runner.Config
-	var only string
+	var only, mwSizes, mwProfiles, mwSystems string
 	cmd := &cobra.Command{
 		Use:   "picoeval",
 		Short: "Run the Adaptive Bridge evaluation: baseline DDS, the stock Rust router, picobridge",
 		Long: `picoeval reproduces the Adaptive Bridge paper's experiments (exp1 … exp6) on loopback:
 the robot bag's /scan replayed at 30 Hz, consumers behind emulated impaired links, and
-baseline DDS, the stock Rust Zenoh router and picobridge in between. It writes raw CSVs,
-summary.md and PNG plots to --out and prints the path of summary.md (docs/eval.md).`,
+baseline DDS, the stock Rust Zenoh router and picobridge in between. Experiment mw is the
+middleware comparison (Cyclone DDS, the Rust Zenoh router, Mosquitto MQTT and picobridge's
+router over emulated Ethernet, Wi-Fi and 4G links, payloads 64 B to 1 MiB, TLS on and off).
+It writes raw CSVs, summary.md and PNG plots to --out and prints the path of summary.md
+(docs/eval.md).`,
 		Example: `  picoeval --quick --out /tmp/eval
-  picoeval --only exp3,exp5 --duration 30s`,
+  picoeval --only exp3,exp5 --duration 30s
+  picoeval --only mw --mw-profiles wifi --mw-sizes 64,16KiB --cotenant 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Only = runner.ParseOnly(only)
+			var err error
+			if cfg.MWSizes, err = parseSizes(mwSizes); err != nil {
+				return cli.Usage(err)
+			}
+			cfg.MWProfiles = runner.ParseOnly(mwProfiles)
+			cfg.MWSystems = runner.ParseOnly(mwSystems)
 			if err := checkEvalConfig(&cfg); err != nil {
 				return cli.Usage(err)
 			}
@@ -71,8 +85,38 @@ summary.md and PNG plots to --out and prints the path of summary.md (docs/eval.m
 	f.StringVar(&only, "only", "", "comma-separated experiments to run ("+strings.Join(experiments, ",")+"); default all")
 	f.DurationVar(&cfg.Duration, "duration", 0, "publication time per run (default: 40 s clean, 60 s impaired, 240 s toggle; --quick 10 s)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
+	f.IntVar(&cfg.Cotenant, "cotenant", 0, "CPU busy loops (separate processes) to run beside the systems during every run (busy host)")
+	f.StringVar(&mwSizes, "mw-sizes", "", "mw: payload sizes, bytes or with KiB/MiB (default 64,1KiB,16KiB,256KiB,1MiB)")
+	f.StringVar(&mwProfiles, "mw-profiles", "", "mw: link profiles (default "+strings.Join(runner.MWProfiles, ",")+")")
+	f.StringVar(&mwSystems, "mw-systems", "", "mw: systems (default "+strings.Join(runner.MWSystems, ",")+")")
+	f.BoolVar(&cfg.MWNoTLS, "mw-no-tls", false, "mw: skip the TLS variants")
 	f.StringVar(&cfg.Bag, "bag", "", "rosbag2 directory to replay (default: shared/data/mumble_rplidar_imu/hallway_room_loop via $PICOBRIDGE_SHARED or walking up)")
 	return cmd
+}
+
+// parseSizes reads "64,1KiB,1MiB,1500" into bytes (each ≥ 12 and ≤ 64 MiB).
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, item := range runner.ParseOnly(s) {
+		num, mul := item, 1
+		switch {
+		case strings.HasSuffix(item, "KiB"):
+			num, mul = strings.TrimSuffix(item, "KiB"), 1<<10
+		case strings.HasSuffix(item, "MiB"):
+			num, mul = strings.TrimSuffix(item, "MiB"), 1<<20
+		case strings.HasSuffix(item, "B"):
+			num = strings.TrimSuffix(item, "B")
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--mw-sizes %s: want a positive number of bytes, KiB or MiB", item)
+		}
+		if n > (64<<20)/mul || n*mul < 12 { // n checked before the product can overflow
+			return nil, fmt.Errorf("--mw-sizes %s: want 12 B to 64 MiB (a payload holds a 4-byte header and an 8-byte stamp)", item)
+		}
+		out = append(out, n*mul)
+	}
+	return out, nil
 }
 
 // checkEvalConfig checks the flags before anything starts.
@@ -88,6 +132,24 @@ func checkEvalConfig(cfg *runner.Config) error {
 	}
 	if cfg.Duration < 0 {
 		return fmt.Errorf("--duration %v: must be ≥ 0 (0: the defaults)", cfg.Duration)
+	}
+	if cfg.Cotenant < 0 || cfg.Cotenant > 64 {
+		return fmt.Errorf("--cotenant %d: want 0 to 64", cfg.Cotenant)
+	}
+	for _, p := range cfg.MWProfiles {
+		if !slices.Contains(runner.MWProfiles, p) {
+			if _, err := linkemu.LookupProfile(p); err != nil {
+				return fmt.Errorf("--mw-profiles: %w", err)
+			}
+		}
+	}
+	for _, s := range cfg.MWSystems {
+		if !slices.Contains(runner.MWSystems, s) {
+			return fmt.Errorf("--mw-systems %s: unknown system (want %s)", s, strings.Join(runner.MWSystems, ", "))
+		}
+	}
+	if len(cfg.Only) > 0 && !slices.ContainsFunc(cfg.Only, func(e string) bool { return e != runner.MWExp }) {
+		return nil // the middleware comparison does not replay the bag
 	}
 	if cfg.Bag == "" {
 		dir, ok := rosbagtest.FindMumbleDir()

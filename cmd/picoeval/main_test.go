@@ -18,7 +18,12 @@ func TestExitStatus(t *testing.T) {
 	}{
 		{[]string{"extra"}, `picoeval: unknown command "extra" for "picoeval" (see picoeval --help)`},
 		{[]string{"--quick=maybe"}, `picoeval: invalid argument "maybe" for "--quick" flag: strconv.ParseBool: parsing "maybe": invalid syntax (see picoeval --help)`},
-		{[]string{"--only", "exp1,exp9"}, `picoeval: --only exp9: unknown experiment (want exp1, exp2, exp3, exp4, exp5, exp6)`},
+		{[]string{"--only", "exp1,exp9"}, `picoeval: --only exp9: unknown experiment (want exp1, exp2, exp3, exp4, exp5, exp6, mw)`},
+		{[]string{"--cotenant", "-1"}, `picoeval: --cotenant -1: want 0 to 64`},
+		{[]string{"--only", "mw", "--mw-sizes", "64,10"}, `picoeval: --mw-sizes 10: want 12 B to 64 MiB (a payload holds a 4-byte header and an 8-byte stamp)`},
+		{[]string{"--only", "mw", "--mw-sizes", "1GiB"}, `picoeval: --mw-sizes 1GiB: want a positive number of bytes, KiB or MiB`},
+		{[]string{"--only", "mw", "--mw-profiles", "wifi,5g"}, `picoeval: --mw-profiles: unknown profile "5g" (allowed: clean, mild, moderate, strong, ethernet, wifi, 4g)`},
+		{[]string{"--only", "mw", "--mw-systems", "kafka"}, `picoeval: --mw-systems kafka: unknown system (want cyclone, zenoh-rust, mosquitto, picobridge)`},
 		{[]string{"--duration", "-1s"}, `picoeval: --duration -1s: must be ≥ 0 (0: the defaults)`},
 		{[]string{"--bag", "/nonexistent/bag"}, `picoeval: --bag /nonexistent/bag: not a bag directory`},
 	} {
@@ -30,4 +35,34 @@ func TestExitStatus(t *testing.T) {
 			require.Empty(t, stdout.String())
 		})
 	}
+}
+
+func TestParseSizes(t *testing.T) {
+	got, err := parseSizes("64, 1KiB,16KiB ,256KiB,1MiB,1500B,12")
+	require.NoError(t, err)
+	require.Equal(t, []int{64, 1024, 16384, 262144, 1048576, 1500, 12}, got)
+	_, err = parseSizes("17592186044428MiB") // (2^44 + 12) MiB wraps to 12 B in 64 bits
+	require.ErrorContains(t, err, "want 12 B to 64 MiB")
+	got, err = parseSizes("")
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
+
+// FuzzParseSizes: a list either parses into sizes within 12 B–64 MiB or is an error that
+// names --mw-sizes; nothing panics.
+func FuzzParseSizes(f *testing.F) {
+	for _, s := range []string{"64,1KiB,16KiB,256KiB,1MiB", "", "1500B", "0", "-1", "99999999999999999999MiB", "12", "64MiB", "65MiB", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseSizes(s)
+		if err != nil {
+			require.Contains(t, err.Error(), "--mw-sizes ")
+			return
+		}
+		for _, n := range got {
+			require.GreaterOrEqual(t, n, 12)
+			require.LessOrEqual(t, n, 64<<20)
+		}
+	})
 }

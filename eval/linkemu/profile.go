@@ -103,8 +103,9 @@ var builtin = func() []Profile {
 	return ps
 }()
 
-// Profiles returns the profiles of evaluation.md in table order: clean,
-// mild, moderate, strong.
+// Profiles returns the built-in profiles in file order: those of
+// evaluation.md (clean, mild, moderate, strong), then the link classes of
+// the middleware comparison (ethernet, wifi, 4g).
 func Profiles() []Profile { return slices.Clone(builtin) }
 
 // ProfileNames lists the names Profiles returns.

@@ -23,8 +23,19 @@ func TestBuiltinProfilesMatchEvaluationTable(t *testing.T) {
 		want[i].ToGateway = want[i].ToDevice
 		want[i].ToGateway.Extra = rd
 	}
+	// The link classes of the middleware comparison (profiles.yaml cites each figure):
+	// symmetric, no return delay.
+	us := time.Microsecond
+	for _, p := range []Profile{
+		{Name: "ethernet", ToDevice: Impairment{Rate: 1000000 * Kbit, Delay: Jitter{Mean: 50 * us, SD: 10 * us}}},
+		{Name: "wifi", ToDevice: Impairment{Loss: GE{0.005, 0.3, 0.001, 0.20}, Rate: 200000 * Kbit, Delay: Jitter{Mean: 2 * ms, SD: 1500 * us}}},
+		{Name: "4g", ToDevice: Impairment{Loss: GE{0, 0, 0.001, 0}, Rate: 5640 * Kbit, Delay: Jitter{Mean: 35 * ms, SD: 5 * ms}}},
+	} {
+		p.ToGateway = p.ToDevice
+		want = append(want, p)
+	}
 	require.Equal(t, want, Profiles())
-	require.Equal(t, []string{"clean", "mild", "moderate", "strong"}, ProfileNames())
+	require.Equal(t, []string{"clean", "mild", "moderate", "strong", "ethernet", "wifi", "4g"}, ProfileNames())
 	require.True(t, Profiles()[0].ToDevice.Clean())
 }
 
@@ -33,7 +44,7 @@ func TestLookupProfile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "moderate", p.Name)
 	_, err = LookupProfile("awful")
-	require.ErrorContains(t, err, `unknown profile "awful" (allowed: clean, mild, moderate, strong)`)
+	require.ErrorContains(t, err, `unknown profile "awful" (allowed: clean, mild, moderate, strong, ethernet, wifi, 4g)`)
 }
 
 func TestParseProfilesRejectsBadInput(t *testing.T) {

@@ -297,7 +297,9 @@ func TestUDPProxyBuiltinProfiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 3 × 3000 datagrams through 20–60 ms delays")
 	}
-	for _, p := range Profiles()[1:] {
+	// The evaluation.md profiles only (Profiles()[1:4]); the middleware comparison's link
+	// classes are checked through the model (TestLinkProducedLossPerProfile).
+	for _, p := range Profiles()[1:4] {
 		t.Run(p.Name, func(t *testing.T) {
 			sink := startUDPEcho(t) // its echoes go to the proxy: to_device traffic too
 			px := startUDPProxy(t, sink.addr(), Config{Profile: p, Seed: 1})

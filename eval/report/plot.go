@@ -21,9 +21,9 @@ type Series struct {
 }
 
 // Ref is a reference value drawn across a plot as a thin black dashed line with its own
-// legend entry: a vertical line at x = Value on Lines plots, a horizontal one at y = Value on
-// Bars plots (in the plot's unit, before any log scaling). The evaluation uses it for the
-// Adaptive Bridge paper's figures (the results table of evaluation.md).
+// legend entry: a vertical line at x = Value on LinesRef plots, a horizontal one at y = Value
+// on BarsRef plots (in the plot's unit, before any log scaling). The evaluation uses it for
+// the Adaptive Bridge paper's figures (the results table of evaluation.md).
 type Ref struct {
 	Name  string
 	Value float64
@@ -57,13 +57,26 @@ func thin(x, y []float64) plotter.XYs {
 // Lines draws series as lines; logX uses a log10 x axis (values ≤ 0 are clamped to the
 // smallest positive value).
 func Lines(path, title, xlabel, ylabel string, logX bool, series []Series) error {
-	return LinesRef(path, title, xlabel, ylabel, logX, series, nil)
+	return lines(path, title, xlabel, ylabel, logX, false, series, nil)
 }
 
 // LinesRef is Lines with reference values drawn as vertical lines. When ylabel starts with
-// "fraction" (a CDF) the y axis is ticked at 0, 0.25, 0.5, 0.75 and 0.95 (and 1, unlabelled), so the p50 and
-// p95 of each curve can be read off directly.
+// "fraction" (a CDF) the y axis is ticked at 0, 0.25, 0.5, 0.75 and 0.95 (and 1, unlabelled),
+// so the p50 and p95 of each curve can be read off directly.
 func LinesRef(path, title, xlabel, ylabel string, logX bool, series []Series, refs []Ref) error {
+	return lines(path, title, xlabel, ylabel, logX, false, series, refs)
+}
+
+// LinesLog is Lines with an optional log10 y axis as well (y values ≤ 0 and NaN points
+// are left out of a log y axis).
+func LinesLog(path, title, xlabel, ylabel string, logX, logY bool, series []Series) error {
+	return lines(path, title, xlabel, ylabel, logX, logY, series, nil)
+}
+
+func lines(path, title, xlabel, ylabel string, logX, logY bool, series []Series, refs []Ref) error {
+	if logY {
+		series = positiveY(series)
+	}
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = xlabel
@@ -94,7 +107,21 @@ func LinesRef(path, title, xlabel, ylabel string, logX bool, series []Series, re
 		l.Width = vg.Points(1.5)
 		l.Dashes = plotutil.Dashes(i % 3)
 		p.Add(l)
-		p.Legend.Add(s.Name, l)
+		if logY {
+			// Few measured points per line (one per payload size): mark them, so a
+			// one-point series is visible too.
+			sc, err := plotter.NewScatter(thin(x, s.Y))
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", s.Name, err)
+			}
+			sc.GlyphStyle.Color = l.Color
+			sc.GlyphStyle.Shape = plotutil.Shape(i)
+			sc.GlyphStyle.Radius = vg.Points(3)
+			p.Add(sc)
+			p.Legend.Add(s.Name, l, sc)
+		} else {
+			p.Legend.Add(s.Name, l)
+		}
 		drawn++
 	}
 	p.Add(plotter.NewGrid())
@@ -115,7 +142,24 @@ func LinesRef(path, title, xlabel, ylabel string, logX bool, series []Series, re
 		}
 		p.X.Min, p.X.Max = lo, hi
 	}
-	if strings.HasPrefix(ylabel, "fraction") {
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, s := range series {
+			for _, v := range s.Y {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
+		if math.IsInf(lo, 0) {
+			lo, hi = 0.1, 10
+		}
+		if hi < lo*10 {
+			lo, hi = lo/3, hi*3
+		}
+		p.Y.Min, p.Y.Max = lo, hi
+	}
+	if !logY && strings.HasPrefix(ylabel, "fraction") {
 		p.Y.Min, p.Y.Max = 0, 1
 		p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 0.25, Label: "0.25"},
 			{Value: 0.5, Label: "0.5"}, {Value: 0.75, Label: "0.75"}, {Value: 0.95, Label: "0.95"}, {Value: 1}})
@@ -146,6 +190,21 @@ func addRef(p *plot.Plot, name string, i int, xy plotter.XYs) error {
 	return nil
 }
 
+// positiveY drops points whose y is not a positive number.
+func positiveY(series []Series) []Series {
+	out := make([]Series, len(series))
+	for i, s := range series {
+		out[i].Name = s.Name
+		for j := range s.Y {
+			if s.Y[j] > 0 && !math.IsInf(s.Y[j], 0) {
+				out[i].X = append(out[i].X, s.X[j])
+				out[i].Y = append(out[i].Y, s.Y[j])
+			}
+		}
+	}
+	return out
+}
+
 // Bars draws grouped bars: one group per category (x axis), one bar per group name; values
 // [group][category]; NaN bars are left out. logY uses a log10 y axis.
 func Bars(path, title, ylabel string, categories, groups []string, values [][]float64, logY bool) error {
@@ -162,7 +221,6 @@ func BarsRef(path, title, xlabel, ylabel string, categories, groups []string, va
 	p.Y.Label.Text = ylabel
 	p.Legend.Top = true
 	p.Legend.Left = true
-	top := 0.0
 	// A log y axis is drawn by hand: bars start at 0, which a log scale cannot map, so
 	// values are plotted as log10(v/logBase) with ticks labelled in the original unit.
 	const logBase = 0.01
@@ -174,6 +232,7 @@ func BarsRef(path, title, xlabel, ylabel string, categories, groups []string, va
 		p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	}
 	w := vg.Points(float64(60) / float64(max(1, len(groups))))
+	top := 0.0
 	for i, g := range groups {
 		vs := make(plotter.Values, len(categories))
 		for j := range categories {
@@ -208,7 +267,7 @@ func BarsRef(path, title, xlabel, ylabel string, categories, groups []string, va
 	}
 	p.Y.Min = 0
 	if logY {
-		p.Y.Max = math.Ceil(top) + 2
+		p.Y.Max = math.Ceil(top) + 2 // whole decades, two above the tallest bar
 	} else {
 		p.Y.Max = math.Max(top*1.45, 1)
 	}

@@ -52,6 +52,15 @@ func TestPlotsWritePNG(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(out, n), b, 0o644))
 		}
 	}
+	// Latency against payload on log–log axes: NaN, zero and +Inf points are left out.
+	p = filepath.Join(dir, "loglog.png")
+	require.NoError(t, LinesLog(p, "p50 latency vs payload", "payload (bytes, log)", "ms (log)", true, true, []Series{
+		{Name: "a", X: []float64{64, 1024, 16384, 1 << 20}, Y: []float64{0.2, math.NaN(), 3, 1500}},
+		{Name: "b", X: []float64{64, 1024}, Y: []float64{0, math.Inf(1)}}}))
+	pngOK(t, p)
+	require.Equal(t, []Series{{Name: "a", X: []float64{64, 16384}, Y: []float64{0.2, 3}}, {Name: "b"}},
+		positiveY([]Series{{Name: "a", X: []float64{64, 1024, 16384}, Y: []float64{0.2, -1, 3}}, {Name: "b", X: []float64{1}, Y: []float64{math.NaN()}}}))
+	require.NoError(t, LinesLog(p, "none", "x", "y", true, true, nil))
 	p = filepath.Join(dir, "steps.png")
 	require.NoError(t, Steps(p, "state", "s", "device class", []string{"UNKNOWN", "NONCRITICAL", "CRITICAL"},
 		[]Series{{Name: "dev", X: []float64{0, 2, 2, 60}, Y: []float64{0, 0, 2, 2}}}, [][2]float64{{10, 20}}))

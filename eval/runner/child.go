@@ -40,6 +40,9 @@ type childSpec struct {
 
 	// split
 	Input, Critical, Noncritical string
+
+	// mwpub, mwsub (middleware comparison): the participant's Cyclone XML
+	CycloneXML string
 }
 
 // MaybeChild runs the child role named by $PICOEVAL_CHILD and exits; it returns at once when
@@ -60,6 +63,8 @@ func MaybeChild() {
 		err = runReader(cs)
 	case "split":
 		err = runSplit(cs)
+	case "mwpub", "mwsub":
+		err = runMWChild(cs)
 	default:
 		err = fmt.Errorf("unknown role %q", cs.Role)
 	}
@@ -193,7 +198,13 @@ type child struct {
 	scan  int // waitNth: lines before scan are consumed
 	seen  int // waitNth: matching lines consumed
 	done  chan struct{}
+
+	handler atomic.Value // lineHandler: sees every stdout line first
 }
+
+// setLineHandler makes h see every stdout line from now on (lines it consumes are not
+// kept for waitLine).
+func (c *child) setLineHandler(h lineHandler) { c.handler.Store(h) }
 
 // startChild re-executes this binary in role spec; "r <stamp> <recv>" lines go to rec as
 // receptions by consumer.
@@ -205,12 +216,28 @@ func startChild(name string, spec childSpec, rec *Recorder, consumer string) (*c
 	js, _ := json.Marshal(spec)
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), childEnv+"="+string(js))
-	return startProc(name, cmd, rec, consumer)
+	var r receiver
+	if rec != nil {
+		r = rec
+	}
+	return startProc(name, cmd, r, consumer)
+}
+
+// receiver takes the receptions a child reports ("r <stamp> <recv>" lines).
+type receiver interface {
+	Received(consumer string, stampNs, recvNs int64)
+}
+
+// lineHandler is a receiver that takes stdout lines itself: handleLine reports whether
+// it consumed the line (it is then neither parsed nor kept).
+type lineHandler interface {
+	handleLine(line string) bool
 }
 
 // startProc starts cmd with piped stdin and stdout; "r <stamp> <recv>" stdout lines go to
-// rec as receptions by consumer, other lines are kept for waitLine.
-func startProc(name string, cmd *exec.Cmd, rec *Recorder, consumer string) (*child, error) {
+// rec as receptions by consumer (a lineHandler sees every line first), other lines are
+// kept for waitLine.
+func startProc(name string, cmd *exec.Cmd, rec receiver, consumer string) (*child, error) {
 	var err error
 	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
 	c.cond = sync.NewCond(&c.mu)
@@ -222,6 +249,9 @@ func startProc(name string, cmd *exec.Cmd, rec *Recorder, consumer string) (*chi
 	if err != nil {
 		return nil, err
 	}
+	if lh, ok := rec.(lineHandler); ok {
+		c.setLineHandler(lh)
+	}
 	if err := c.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -230,6 +260,9 @@ func startProc(name string, cmd *exec.Cmd, rec *Recorder, consumer string) (*chi
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			line := sc.Text()
+			if h, _ := c.handler.Load().(lineHandler); h != nil && h.handleLine(line) {
+				continue
+			}
 			if rest, ok := strings.CutPrefix(line, "r "); ok && rec != nil {
 				a, b, _ := strings.Cut(rest, " ")
 				st, _ := strconv.ParseInt(a, 10, 64)
@@ -290,6 +323,20 @@ func (c *child) stop() {
 		}
 	}
 	c.cmd.Wait()
+}
+
+// terminate stops a child that does not watch its stdin (mosquitto, `picobridge run` and
+// `picobridge router`): SIGTERM, up to 10 s for it to exit, then SIGKILL.
+func (c *child) terminate() {
+	c.stdin.Close()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+	_ = c.cmd.Wait()
 }
 
 // line returns the first line with prefix seen so far.

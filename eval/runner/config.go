@@ -40,6 +40,17 @@ type Config struct {
 	RateHz   float64       // fixed replay rate (30)
 	Levels   []string      // restrict the levels run (smoke tests); empty = all
 	Log      func(format string, a ...any)
+
+	// Middleware comparison (experiment "mw"): empty lists mean the defaults
+	// (MWProfiles, MWSizes, MWSystems); MWNoTLS skips the TLS sessions.
+	MWProfiles []string
+	MWSizes    []int
+	MWSystems  []string
+	MWNoTLS    bool
+
+	// Cotenant is the number of CPU busy loops (separate processes) run beside the
+	// systems under test during every run, stopped after it; 0 = none.
+	Cotenant int
 }
 
 // withDefaults fills zero fields.

@@ -239,7 +239,7 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 	if err != nil {
 		return err
 	}
-	defer gw.stop()
+	defer gw.terminate() // picobridge does not watch stdin: SIGTERM is its shutdown
 	if err := waitFor("picobridge /healthz", 30*time.Second, func() bool {
 		r, err := http.Get("http://" + httpAddr + "/healthz")
 		if err != nil {

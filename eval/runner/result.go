@@ -34,6 +34,9 @@ type Result struct {
 	Impairment   string         // how the impairment was applied
 	Notes        []string
 
+	MW       *MWInfo // middleware comparison runs only
+	Cotenant int     // CPU busy loops that ran beside the system (Config.Cotenant)
+
 	Missing string // not run: what is missing
 	Err     error  // the run failed
 }

@@ -60,14 +60,16 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 	}
 	var results []*Result
 	for _, s := range plan(cfg) {
-		res := &Result{Run: s.run, Exp: s.exp, System: s.system, Level: s.level, Missing: s.missing}
+		res := &Result{Run: s.run, Exp: s.exp, System: s.system, Level: s.level, Missing: s.missing, Cotenant: cfg.Cotenant}
 		if res.Missing == "" {
 			if ctx.Err() != nil {
 				res.Missing = "interrupted"
 			} else {
 				cfg.Log("picoeval: %s (%v)…", s.run, cfg.runDuration(s.level))
 				t0 := time.Now()
+				stopBusy := startCotenants(cfg.Cotenant)
 				res.Err = s.fn(ctx, cfg, res)
+				stopBusy()
 				if res.Err == nil {
 					res.Err = WriteCSV(cfg.Out, res)
 				}
@@ -78,6 +80,9 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 			cfg.Log("picoeval: %s not run (%s)", s.run, res.Missing)
 		}
 		results = append(results, res)
+	}
+	if cfg.wants(MWExp) {
+		results = append(results, runMW(ctx, cfg)...)
 	}
 	if err := WriteReport(cfg, results); err != nil {
 		return results, err

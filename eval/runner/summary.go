@@ -27,16 +27,28 @@ const paperTable = `| condition | publisher rate | critical p50 | critical p95 |
 // names of the plots written.
 func WriteReport(cfg Config, results []*Result) error {
 	cfg = cfg.withDefaults()
-	rows := make([]Row, len(results))
-	for i, r := range results {
-		rows[i] = Summarize(r)
+	var rows []Row
+	var mwRows []MWRow
+	for _, r := range results {
+		if r.Exp == MWExp {
+			mwRows = append(mwRows, SummarizeMW(r))
+			continue
+		}
+		rows = append(rows, Summarize(r))
 	}
 	plots, perr := writePlots(cfg.Out, rows)
-	err := writeFile(filepath.Join(cfg.Out, "summary.md"), func(w *bufio.Writer) { writeSummary(w, cfg, rows, plots) })
+	mwPlots, mwErr := writeMWPlots(cfg.Out, mwRows)
+	err := writeFile(filepath.Join(cfg.Out, "summary.md"), func(w *bufio.Writer) {
+		writeSummary(w, cfg, rows, plots)
+		writeMWSection(w, cfg, mwRows, mwPlots)
+	})
 	if err != nil {
 		return err
 	}
-	return perr
+	if perr != nil {
+		return perr
+	}
+	return mwErr
 }
 
 func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
@@ -45,12 +57,23 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 	if cfg.Quick {
 		profile = "quick"
 	}
-	fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Bag `%s`, topic `%s` replayed at %.0f Hz (looping, header stamps rewritten to the send time). Latency = receive time − header stamp, one host clock. Definitions and deviations from the paper: docs/eval.md.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), profile, cfg.Seed, cfg.Bag, cfg.Topic, cfg.RateHz)
+	gen := time.Now().UTC().Format("2006-01-02 15:04 MST")
+	if len(rows) == 0 {
+		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Definitions and deviations: docs/eval.md.\n\n", gen, profile, cfg.Seed)
+	} else {
+		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Bag `%s`, topic `%s` replayed at %.0f Hz (looping, header stamps rewritten to the send time). Latency = receive time − header stamp, one host clock. Definitions and deviations from the paper: docs/eval.md.\n\n",
+			gen, profile, cfg.Seed, cfg.Bag, cfg.Topic, cfg.RateHz)
+	}
+	if cfg.Cotenant > 0 {
+		fmt.Fprintf(w, "**Busy host**: %d CPU busy loops (separate `sh -c 'while :; do :; done'` processes) ran beside the systems under test during every run and were stopped after it (`--cotenant %d`).\n\n", cfg.Cotenant, cfg.Cotenant)
+	}
+	if len(rows) == 0 {
+		return
+	}
 	fmt.Fprintf(w, "## Reference (Adaptive Bridge paper, Fast DDS, Docker + tc netem)\n\n%s\n", paperTable)
 	fmt.Fprintf(w, "## Our runs\n\n")
-	fmt.Fprintf(w, "| run | system | level | s | publisher rate (std) | pub errors | blocked writes | critical p50 | critical p95 | critical p99 | critical recv/pub | impaired recv (rate) | impaired p50 | classifier transitions | detect / recover | gateway CPU | peak RSS | loss produced (expected) |\n")
-	fmt.Fprintf(w, "|---|---|---|---:|---|---:|---|---:|---:|---:|---|---|---:|---|---|---:|---:|---|\n")
+	fmt.Fprintf(w, "| run | system | level | s | publisher rate (std) | pub errors | blocked writes | critical p50 | critical p95 | critical p99 | critical recv/pub | critical lost | impaired recv (rate) | impaired p50 | classifier transitions | detect / recover | gateway CPU | peak RSS | loss produced (expected) |\n")
+	fmt.Fprintf(w, "|---|---|---|---:|---|---:|---|---:|---:|---:|---|---:|---|---:|---|---|---:|---:|---|\n")
 	for _, r := range rows {
 		res := r.Res
 		if res.Missing != "" || res.Err != nil {
@@ -79,9 +102,9 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 		if !math.IsNaN(res.ProducedLoss) {
 			loss = fmt.Sprintf("%.2f %% (%.2f %%)", 100*res.ProducedLoss, 100*res.ExpectedLoss)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f Hz (%.1f) | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f Hz (%.1f) | %d | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
 			res.Run, res.System, res.Level, dur, r.Pub.Rate, r.Pub.RateStd, r.Pub.Errors, blocked,
-			fmtMs(r.Crit.P50), fmtMs(r.Crit.P95), fmtMs(r.Crit.P99), crit, imp, fmtMs(r.Imp.P50), trans, dr, cpu, rss, loss)
+			fmtMs(r.Crit.P50), fmtMs(r.Crit.P95), fmtMs(r.Crit.P99), crit, r.CritDelivery.Missing, imp, fmtMs(r.Imp.P50), trans, dr, cpu, rss, loss)
 	}
 	fmt.Fprintf(w, "\nColumns: publisher rate = publication attempts per second over the run, std over 5 s windows sliding by 1 s; blocked writes = publish calls longer than %v (total and longest); recv/pub = distinct samples received / successful publications; gateway = the process between publisher and consumers (split: the ddspath.Split process; zenoh-router: the Python process hosting the Rust router), CPU over the publication window, peak RSS = VmHWM.\n\n", measure.BlockThreshold)
 
@@ -125,6 +148,12 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 		for c, n := range res.Unknown {
 			fmt.Fprintf(w, "; %d receptions by %s with an unknown stamp", n, c)
 		}
+		if tr := classChanges(res); tr != "" {
+			fmt.Fprintf(w, "; class changes: %s", tr)
+		}
+		if res.Cotenant > 0 {
+			fmt.Fprintf(w, "; %d CPU busy loops beside it", res.Cotenant)
+		}
 		fmt.Fprintf(w, "\n")
 	}
 	if len(plots) > 0 {
@@ -133,6 +162,21 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 			fmt.Fprintf(w, "![%s](%s)\n\n", p, p)
 		}
 	}
+}
+
+// classChanges lists a run's classifier transitions as "device FROM→TO at +t s" (time
+// from the start of publication), at most 12 and then a count of the rest.
+func classChanges(res *Result) string {
+	const maxShown = 12
+	var parts []string
+	for i, t := range res.Transitions {
+		if i == maxShown {
+			parts = append(parts, fmt.Sprintf("… %d more", len(res.Transitions)-maxShown))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %s→%s at %+.1f s", t.Device, t.From, t.To, float64(t.AtNs-res.StartNs)/1e9))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func durOr(d time.Duration, ok bool) string {

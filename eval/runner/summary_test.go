@@ -66,11 +66,17 @@ func TestWriteReportSynthetic(t *testing.T) {
 	for _, r := range results[:3] {
 		require.NoError(t, WriteCSV(out, r))
 	}
-	require.NoError(t, WriteReport(Config{Out: out}, results))
+	results[2].Cotenant = 2
+	require.NoError(t, WriteReport(Config{Out: out, Cotenant: 2}, results))
 	sum, err := os.ReadFile(filepath.Join(out, "summary.md"))
 	require.NoError(t, err)
 	s := string(sum)
 	require.Contains(t, s, "| exp9-picobridge-clean | picobridge | clean | 10 | 30.0 Hz (0.0) | 0 |")
+	// Critical p50/p95/p99, recv/pub, lost; class changes listed per run; the busy host in
+	// the header and per run.
+	require.Contains(t, s, "| 1.00 ms | 1.00 ms | 1.00 ms | 300/300 | 0 | 150 (15.0 Hz) |")
+	require.Contains(t, s, "class changes: impaired CRITICAL→NONCRITICAL at +2.0 s, impaired NONCRITICAL→CRITICAL at +8.0 s; 2 CPU busy loops beside it")
+	require.Contains(t, s, "**Busy host**: 2 CPU busy loops")
 	require.Contains(t, s, "exp9-x-mild: not run (missing something)")
 	require.Contains(t, s, "exp9-y-mild: failed")
 	require.Contains(t, s, "2s / 3s")

@@ -1,7 +1,7 @@
 """zbench.py: the stock Rust Zenoh (eclipse-zenoh for Python, 1.x) side of picoeval's
 experiment 2. One role per process; every endpoint is tcp/127.0.0.1, scouting off.
 
-  zbench.py router  LISTEN_EP
+  zbench.py router  LISTEN_EP [CERT KEY]   CERT/KEY: the tls/ listen certificate and key
   zbench.py pub     CONNECT_EP KEY    frames "<u32 LE len><bytes>" on stdin, one "ok <ns>" line per put
   zbench.py sub     CONNECT_EP KEY    one "r <header_stamp_ns> <recv_ns>" line per sample
 
@@ -10,6 +10,7 @@ The header stamp is read from the CDR payload (encapsulation header, then
 builtin_interfaces/Time: int32 sec, uint32 nanosec, little endian).
 All processes exit on EOF of stdin (sub, router) or of the frame stream (pub).
 """
+import json
 import struct
 import sys
 import threading
@@ -40,7 +41,11 @@ def say(line):
 def main():
     role, ep = sys.argv[1], sys.argv[2]
     if role == "router":
-        s = zenoh.open(config("router", listen=[ep]))
+        conf = config("router", listen=[ep])
+        if len(sys.argv) >= 5:
+            conf.insert_json5("transport/link/tls/listen_certificate", json.dumps(sys.argv[3]))
+            conf.insert_json5("transport/link/tls/listen_private_key", json.dumps(sys.argv[4]))
+        s = zenoh.open(conf)
         say("ready")
         sys.stdin.read()
         s.close()
