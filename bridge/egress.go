@@ -137,6 +137,8 @@ type deviceStats struct {
 	critDropped [numReasons]atomic.Uint64
 	// critForwarded counts forwarded samples of critical routes, whatever their lane.
 	critForwarded atomic.Uint64
+	// traffic meters what the device is offered, per subscription (traffic.go).
+	traffic trafficMeter
 }
 
 func (s *deviceStats) transitions(to Class) {
@@ -570,6 +572,7 @@ func (e *egress) flush(now time.Time, out []Sample) []Sample {
 	}
 	e.bat.outCrit = 0
 	e.bat.retry = 0
+	len0 := len(out)
 	var linkWait time.Duration
 	ringHeld := false
 	n := len(e.bat.order)
@@ -628,6 +631,18 @@ func (e *egress) flush(now time.Time, out []Sample) []Sample {
 		held = held || len(keep) > 0
 	}
 	e.bat.pending = pending
+	if sent := out[len0:]; len(sent) > 0 {
+		fullest := 0
+		for _, n := range e.bat.perSub {
+			fullest = max(fullest, n)
+		}
+		perKey := map[string]int{}
+		for _, s := range sent {
+			perKey[s.Key]++
+			fullest = max(fullest, perKey[s.Key])
+		}
+		e.stats.traffic.flushed(fullest, e.shape.RingDepth)
+	}
 	if held {
 		e.bat.rot++
 		// Try again when the link budget has the bytes, or when the flush

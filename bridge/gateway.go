@@ -811,6 +811,7 @@ func (d *Device) Offer(s Sample, c Criticality) {
 func (d *Device) offer(s Sample, c Criticality, now time.Time) {
 	lane := d.Lane(c)
 	eg := d.egress()
+	eg.stats.traffic.observe(d.trafficKey(s.Key), len(s.Payload), now)
 	switch mode := d.g.sup.Mode(); {
 	case mode == Emergency, mode == Degraded && lane == LaneBatched:
 		eg.drop(lane, DropSuspended, 1, c == Critical, now)

@@ -66,6 +66,12 @@ type DeviceStatus struct {
 	// OversizeFix says, after the first oversize drop of an unlisted device
 	// that announced nothing, which setting would fix it.
 	OversizeFix string `json:"oversize_fix,omitempty"`
+	// Traffic is what the gateway offered the device, per subscription
+	// (traffic.go).
+	Traffic TrafficStatus `json:"traffic"`
+	// Advice is `knobs advise` on the device's resolution and its observed
+	// traffic (Device.Advise); nil when the device has no resolution.
+	Advice *knobs.AdviceJSON `json:"advice,omitempty"`
 }
 
 // LinkStatus is a device link's byte budget (policy.link).
@@ -111,6 +117,11 @@ func (d *Device) status(now time.Time, transitions bool) DeviceStatus {
 	eg, cls := d.eg, d.cls
 	d.mu.RUnlock()
 	s.KnobSource, s.KnobDisagreements, s.OversizeFix = d.knobStatus()
+	s.Traffic = eg.stats.traffic.status(now)
+	if a := d.Advise(AdviceSource(s.Name)); a != nil {
+		j := knobs.AdviceToJSON(a)
+		s.Advice = &j
+	}
 	s.Classifier = cls.Status()
 	if !transitions {
 		s.Classifier.History = nil
