@@ -251,11 +251,12 @@ type egress struct {
 		order   []*keyQueue
 		rate    float64
 		pending int
-		rot     int           // first key of the next flush, advanced when a flush held samples back
-		perSub  map[int]int   // samples per subscription in the current flush window
-		winAt   time.Time     // start of the flush window perSub counts in
-		outCrit int           // samples of critical routes in the last flush's result
-		retry   time.Duration // after a flush that held samples: when to try again (0: the next flush)
+		rot     int            // first key of the next flush, advanced when a flush held samples back
+		perSub  map[int]int    // samples per subscription in the current flush window
+		perKey  map[string]int // samples per key in one flush (its occupancy), reused
+		winAt   time.Time      // start of the flush window perSub counts in
+		outCrit int            // samples of critical routes in the last flush's result
+		retry   time.Duration  // after a flush that held samples: when to try again (0: the next flush)
 	}
 }
 
@@ -636,10 +637,13 @@ func (e *egress) flush(now time.Time, out []Sample) []Sample {
 		for _, n := range e.bat.perSub {
 			fullest = max(fullest, n)
 		}
-		perKey := map[string]int{}
+		if e.bat.perKey == nil {
+			e.bat.perKey = map[string]int{}
+		}
+		clear(e.bat.perKey)
 		for _, s := range sent {
-			perKey[s.Key]++
-			fullest = max(fullest, perKey[s.Key])
+			e.bat.perKey[s.Key]++
+			fullest = max(fullest, e.bat.perKey[s.Key])
 		}
 		e.stats.traffic.flushed(fullest, e.shape.RingDepth)
 	}

@@ -574,6 +574,8 @@ type Device struct {
 	// (announce.go); nil: its configuration's.
 	announced atomic.Pointer[resolvedProfile]
 	ann       announceState
+	// tkeys caches the traffic meter's key of each concrete key (traffic.go).
+	tkeys keyCache
 }
 
 // subsSnapshot is an immutable copy of a device's subscriptions with a

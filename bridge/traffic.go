@@ -196,14 +196,49 @@ func (m *trafficMeter) status(now time.Time) TrafficStatus {
 }
 
 // trafficKey is the meter key of a sample: the first of the device's
-// subscriptions that includes it, else OtherKey.
+// subscriptions that includes it, else OtherKey. Answers are cached per
+// concrete key for the current subscription list (at most keyCacheMax
+// keys; a full cache starts over), so the meter does not scan the
+// subscriptions a second time for every sample.
 func (d *Device) trafficKey(key string) string {
-	for _, s := range d.subsSnap.Load().subs {
+	snap := d.subsSnap.Load()
+	c := &d.tkeys
+	c.mu.Lock()
+	if c.m == nil || c.gen != snap.gen {
+		c.m, c.gen = map[string]string{}, snap.gen
+	}
+	sub, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return sub
+	}
+	sub = OtherKey
+	for _, s := range snap.subs {
 		if d.g.incl(s, key) {
-			return s
+			sub = s
+			break
 		}
 	}
-	return OtherKey
+	c.mu.Lock()
+	if c.gen == snap.gen {
+		if len(c.m) >= keyCacheMax {
+			clear(c.m)
+		}
+		c.m[key] = sub
+	}
+	c.mu.Unlock()
+	return sub
+}
+
+// keyCacheMax bounds a device's trafficKey cache (concrete keys).
+const keyCacheMax = 1024
+
+// keyCache maps concrete keys to the subscription that meters them, for
+// one generation of the device's subscriptions.
+type keyCache struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[string]string
 }
 
 // ObservedTraffic is the device's metered traffic as a knobs.Traffic (the
