@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -221,4 +222,79 @@ latency_budget_ms = 100
 	require.Equal(t, 2, exitCode(err))
 	_, err = run(t, "knobs", "advise", "--board", "native_sim")
 	require.Equal(t, 2, exitCode(err))
+}
+
+// TestKnobsAdviseGatewayRing: ~100 Hz on one key to a native_sim device
+// (ring depth 4, 100 ms flush): both modes advise a deeper ring, and the
+// gateway notes what its lanes dropped.
+func TestKnobsAdviseGatewayRing(t *testing.T) {
+	cfg, err := bridge.ParseConfig("gw.yaml", []byte(`
+zenoh:
+  listen: [tcp/127.0.0.1:0]
+metrics:
+  listen: 127.0.0.1:0
+devices:
+  list:
+    - {name: sim-r, board: native_sim}
+`))
+	require.NoError(t, err)
+	s, err := server.Start(context.Background(), server.Options{Config: cfg, DisableDDS: true})
+	require.NoError(t, err)
+	defer s.Close()
+	dev, err := devsim.NewDevice(devsim.DeviceConfig{Name: "sim-r", Platform: "zephyr", Board: "native_sim", Endpoint: s.Endpoints()[0],
+		Subscriptions: []devsim.Subscription{{Key: "sim/fast"}}}, devsim.Options{})
+	require.NoError(t, err)
+	require.NoError(t, dev.Start(context.Background()))
+	defer dev.Stop()
+	require.Eventually(t, func() bool {
+		d := s.Gateway().Devicez(bridge.DevicezOptions{Device: "sim-r"}).Devices
+		return len(d) == 1 && len(d[0].Subscriptions) == 1
+	}, 20*time.Second, 10*time.Millisecond)
+	pub, err := zenohpath.Open(context.Background(), zenohpath.Config{Connect: []string{s.Endpoints()[0]}})
+	require.NoError(t, err)
+	defer pub.Close()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for range 200 {
+		<-tick.C
+		require.NoError(t, pub.Put("sim/fast", make([]byte, 64), nil))
+	}
+	require.Eventually(t, func() bool {
+		ks := s.Gateway().Devicez(bridge.DevicezOptions{Device: "sim-r"}).Devices[0].Traffic.Keys
+		return len(ks) == 1 && ks[0].Samples == 200
+	}, 20*time.Second, 10*time.Millisecond)
+
+	gw, err := run(t, "knobs", "advise", "--gateway", s.HTTPAddr(), "--device", "sim-r", "--json")
+	require.NoError(t, err)
+	var a knobs.AdviceJSON
+	require.NoError(t, json.Unmarshal([]byte(gw), &a))
+	file := filepath.Join(t.TempDir(), "sim-r.toml")
+	require.NoError(t, os.WriteFile(file, []byte("[[topic]]\nname = \"sim/fast\"\ndirection = \"sub\"\nrate_hz = 100\nsize_bytes = 64\nlatency_budget_ms = 100\n"), 0o644))
+	local, err := run(t, "knobs", "advise", "--board", "native_sim", "--process-env=false", "--traffic", file, "--json")
+	require.NoError(t, err)
+	var b knobs.AdviceJSON
+	require.NoError(t, json.Unmarshal([]byte(local), &b))
+	changed := func(a knobs.AdviceJSON) (ids []string, ring float64) {
+		for _, st := range a.Settings {
+			if st.Changed {
+				ids = append(ids, st.ID)
+				if st.ID == knobs.SubscriberRingDepth {
+					ring = st.Advised.(float64)
+				}
+			}
+		}
+		return ids, ring
+	}
+	gwIDs, gwRing := changed(a)
+	fileIDs, fileRing := changed(b)
+	require.Equal(t, []string{knobs.SubscriberRingDepth}, fileIDs)
+	require.Equal(t, fileIDs, gwIDs)
+	require.Equal(t, 10.0, fileRing)
+	// The gateway's rate is measured (~100 Hz, less when the publisher
+	// falls behind on a loaded host): the ring it advises follows it.
+	require.GreaterOrEqual(t, gwRing, 5.0)
+	require.LessOrEqual(t, gwRing, 12.0)
+	require.Contains(t, strings.Join(a.Notes, "\n"), "the gateway dropped ")
+	require.Contains(t, strings.Join(a.Notes, "\n"), "batched flushes: ")
+	t.Logf("gateway notes:\n%s", strings.Join(a.Notes, "\n"))
 }
