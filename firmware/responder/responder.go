@@ -140,11 +140,12 @@ func FindPico(dir, src string) (Pico, error) {
 
 // defines reads the numeric #define lines of a C header (NAME value).
 func defines(path string) map[string]int {
+	data, _ := os.ReadFile(path)
+	return parseDefines(data)
+}
+
+func parseDefines(data []byte) map[string]int {
 	out := map[string]int{}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return out
-	}
 	for _, l := range strings.Split(string(data), "\n") {
 		f := strings.Fields(l)
 		if len(f) == 3 && f[0] == "#define" {
@@ -158,11 +159,12 @@ func defines(path string) map[string]int {
 
 // cmakeVars reads the numeric NAME:TYPE=value entries of a CMakeCache.txt.
 func cmakeVars(cache string) map[string]int {
+	data, _ := os.ReadFile(cache)
+	return parseCMakeVars(data)
+}
+
+func parseCMakeVars(data []byte) map[string]int {
 	out := map[string]int{}
-	data, err := os.ReadFile(cache)
-	if err != nil {
-		return out
-	}
 	for _, l := range strings.Split(string(data), "\n") {
 		k, v, ok := strings.Cut(l, "=")
 		name, _, typed := strings.Cut(k, ":")
