@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,9 +201,20 @@ latency_budget_ms = 100
 	require.Contains(t, gw, "\ntraffic:  observed by the gateway, device sim-a: 0 published (0.0 msg/s), 2 subscribed (")
 	require.Contains(t, gw, "\nnote: the gateway dropped 10 samples (oversize): larger than the device can receive: frag_max_size, batch size or subscriber slot\n")
 
-	// /devicez carries the same advice.
-	a := s.Gateway().Devicez(bridge.DevicezOptions{Device: "sim-a"}).Devices[0].Advice
+	// /devicez carries the same advice (and, with advice=0, none).
+	var dz struct {
+		Devices []struct {
+			Traffic bridge.TrafficStatus `json:"traffic"`
+			Advice  *knobs.AdviceJSON    `json:"advice"`
+		} `json:"devices"`
+	}
+	_, err = getJSON(context.Background(), statusURL(s.HTTPAddr(), bridge.PathDevicez, url.Values{"device": {"sim-a"}}), &dz)
+	require.NoError(t, err)
+	require.Len(t, dz.Devices, 1)
+	require.Len(t, dz.Devices[0].Traffic.Keys, 2)
+	a := dz.Devices[0].Advice
 	require.NotNil(t, a)
+	require.Equal(t, "observed by the gateway, device sim-a", a.Traffic)
 	var changed []string
 	for _, st := range a.Settings {
 		if st.Changed {
@@ -218,6 +230,10 @@ latency_budget_ms = 100
 	require.Equal(t, gwSet, onlySet)
 	_, err = run(t, "knobs", "advise", "--gateway", s.HTTPAddr(), "--device", "nobody")
 	require.ErrorContains(t, err, "404 Not Found: bridge: no attached device of that name: nobody")
+	dz.Devices = nil
+	_, err = getJSON(context.Background(), statusURL(s.HTTPAddr(), bridge.PathDevicez, url.Values{"device": {"sim-a"}, "advice": {"0"}}), &dz)
+	require.NoError(t, err)
+	require.Nil(t, dz.Devices[0].Advice)
 	_, err = run(t, "knobs", "advise", "--gateway", s.HTTPAddr(), "--traffic", file)
 	require.Equal(t, 2, exitCode(err))
 	_, err = run(t, "knobs", "advise", "--board", "native_sim")
