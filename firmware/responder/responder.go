@@ -63,6 +63,10 @@ type Pico struct {
 	Macros map[string]int
 }
 
+// ErrConfigMismatch: a CMake build tree whose source tree's config.h was
+// generated for another build (FindPico).
+var ErrConfigMismatch = errors.New("responder")
+
 // ErrNoPico is returned by PicoFromEnv when DirEnv is unset.
 var ErrNoPico = errors.New("responder: " + DirEnv + " is not set")
 
@@ -121,9 +125,9 @@ func FindPico(dir, src string) (Pico, error) {
 			want, ok := vars[m[0]]
 			got, ok2 := p.Macros[m[1]]
 			if ok && ok2 && want != got {
-				return p, fmt.Errorf("responder: %s says %s %d, but %s/zenoh-pico/config.h (zenoh-pico's CMake writes it into the source tree) says %s %d: "+
+				return p, fmt.Errorf("%w: %s says %s %d, but %s/zenoh-pico/config.h (zenoh-pico's CMake writes it into the source tree) says %s %d: "+
 					"the source tree was configured last for another build; re-run cmake for %s, or install it, before building against it",
-					cache, m[0], want, srcInc, m[1], got, dir)
+					ErrConfigMismatch, cache, m[0], want, srcInc, m[1], got, dir)
 			}
 		}
 	}
