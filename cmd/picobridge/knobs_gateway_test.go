@@ -240,9 +240,10 @@ latency_budget_ms = 100
 	require.Equal(t, 2, exitCode(err))
 }
 
-// TestKnobsAdviseGatewayRing: ~100 Hz on one key to a native_sim device
+// TestKnobsAdviseGatewayRing: ~200 Hz on one key to a native_sim device
 // (ring depth 4, 100 ms flush): both modes advise a deeper ring, and the
-// gateway notes what its lanes dropped.
+// gateway notes what its lanes dropped. (A loaded host that publishes at
+// half the pace still offers 10 per flush.)
 func TestKnobsAdviseGatewayRing(t *testing.T) {
 	cfg, err := bridge.ParseConfig("gw.yaml", []byte(`
 zenoh:
@@ -269,15 +270,16 @@ devices:
 	pub, err := zenohpath.Open(context.Background(), zenohpath.Config{Connect: []string{s.Endpoints()[0]}})
 	require.NoError(t, err)
 	defer pub.Close()
-	tick := time.NewTicker(10 * time.Millisecond)
+	const n = 400
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for range 200 {
+	for range n {
 		<-tick.C
 		require.NoError(t, pub.Put("sim/fast", make([]byte, 64), nil))
 	}
 	require.Eventually(t, func() bool {
 		ks := s.Gateway().Devicez(bridge.DevicezOptions{Device: "sim-r"}).Devices[0].Traffic.Keys
-		return len(ks) == 1 && ks[0].Samples == 200
+		return len(ks) == 1 && ks[0].Samples == n
 	}, 20*time.Second, 10*time.Millisecond)
 
 	gw, err := run(t, "knobs", "advise", "--gateway", s.HTTPAddr(), "--device", "sim-r", "--json")
@@ -285,7 +287,7 @@ devices:
 	var a knobs.AdviceJSON
 	require.NoError(t, json.Unmarshal([]byte(gw), &a))
 	file := filepath.Join(t.TempDir(), "sim-r.toml")
-	require.NoError(t, os.WriteFile(file, []byte("[[topic]]\nname = \"sim/fast\"\ndirection = \"sub\"\nrate_hz = 100\nsize_bytes = 64\nlatency_budget_ms = 100\n"), 0o644))
+	require.NoError(t, os.WriteFile(file, []byte("[[topic]]\nname = \"sim/fast\"\ndirection = \"sub\"\nrate_hz = 200\nsize_bytes = 64\nlatency_budget_ms = 100\n"), 0o644))
 	local, err := run(t, "knobs", "advise", "--board", "native_sim", "--process-env=false", "--traffic", file, "--json")
 	require.NoError(t, err)
 	var b knobs.AdviceJSON
@@ -305,11 +307,12 @@ devices:
 	fileIDs, fileRing := changed(b)
 	require.Equal(t, []string{knobs.SubscriberRingDepth}, fileIDs)
 	require.Equal(t, fileIDs, gwIDs)
-	require.Equal(t, 10.0, fileRing)
-	// The gateway's rate is measured (~100 Hz, less when the publisher
+	require.Equal(t, 20.0, fileRing)
+	// The gateway's rate is measured (~200 Hz, less when the publisher
 	// falls behind on a loaded host): the ring it advises follows it.
 	require.GreaterOrEqual(t, gwRing, 5.0)
-	require.LessOrEqual(t, gwRing, 12.0)
+	require.LessOrEqual(t, gwRing, 25.0)
+	t.Logf("advised ring: %v (file at 200 Hz: %v)", gwRing, fileRing)
 	require.Contains(t, strings.Join(a.Notes, "\n"), "the gateway dropped ")
 	require.Contains(t, strings.Join(a.Notes, "\n"), "batched flushes: ")
 	t.Logf("gateway notes:\n%s", strings.Join(a.Notes, "\n"))
