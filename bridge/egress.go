@@ -137,6 +137,8 @@ type deviceStats struct {
 	critDropped [numReasons]atomic.Uint64
 	// critForwarded counts forwarded samples of critical routes, whatever their lane.
 	critForwarded atomic.Uint64
+	// traffic meters what the device is offered, per subscription (traffic.go).
+	traffic trafficMeter
 }
 
 func (s *deviceStats) transitions(to Class) {
@@ -249,11 +251,12 @@ type egress struct {
 		order   []*keyQueue
 		rate    float64
 		pending int
-		rot     int           // first key of the next flush, advanced when a flush held samples back
-		perSub  map[int]int   // samples per subscription in the current flush window
-		winAt   time.Time     // start of the flush window perSub counts in
-		outCrit int           // samples of critical routes in the last flush's result
-		retry   time.Duration // after a flush that held samples: when to try again (0: the next flush)
+		rot     int            // first key of the next flush, advanced when a flush held samples back
+		perSub  map[int]int    // samples per subscription in the current flush window
+		perKey  map[string]int // samples per key in one flush (its occupancy), reused
+		winAt   time.Time      // start of the flush window perSub counts in
+		outCrit int            // samples of critical routes in the last flush's result
+		retry   time.Duration  // after a flush that held samples: when to try again (0: the next flush)
 	}
 }
 
@@ -570,6 +573,7 @@ func (e *egress) flush(now time.Time, out []Sample) []Sample {
 	}
 	e.bat.outCrit = 0
 	e.bat.retry = 0
+	len0 := len(out)
 	var linkWait time.Duration
 	ringHeld := false
 	n := len(e.bat.order)
@@ -628,6 +632,21 @@ func (e *egress) flush(now time.Time, out []Sample) []Sample {
 		held = held || len(keep) > 0
 	}
 	e.bat.pending = pending
+	if sent := out[len0:]; len(sent) > 0 {
+		fullest := 0
+		for _, n := range e.bat.perSub {
+			fullest = max(fullest, n)
+		}
+		if e.bat.perKey == nil {
+			e.bat.perKey = map[string]int{}
+		}
+		clear(e.bat.perKey)
+		for _, s := range sent {
+			e.bat.perKey[s.Key]++
+			fullest = max(fullest, e.bat.perKey[s.Key])
+		}
+		e.stats.traffic.flushed(fullest, e.shape.RingDepth)
+	}
 	if held {
 		e.bat.rot++
 		// Try again when the link budget has the bytes, or when the flush

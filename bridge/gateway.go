@@ -574,6 +574,8 @@ type Device struct {
 	// (announce.go); nil: its configuration's.
 	announced atomic.Pointer[resolvedProfile]
 	ann       announceState
+	// tkeys caches the traffic meter's key of each concrete key (traffic.go).
+	tkeys keyCache
 }
 
 // subsSnapshot is an immutable copy of a device's subscriptions with a
@@ -811,6 +813,7 @@ func (d *Device) Offer(s Sample, c Criticality) {
 func (d *Device) offer(s Sample, c Criticality, now time.Time) {
 	lane := d.Lane(c)
 	eg := d.egress()
+	eg.stats.traffic.observe(d.trafficKey(s.Key), len(s.Payload), now)
 	switch mode := d.g.sup.Mode(); {
 	case mode == Emergency, mode == Degraded && lane == LaneBatched:
 		eg.drop(lane, DropSuspended, 1, c == Critical, now)

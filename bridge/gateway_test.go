@@ -442,9 +442,15 @@ func TestMetricsPromlint(t *testing.T) {
 	for _, n := range []string{bridge.MetricBuildInfo, bridge.MetricDeviceClass, bridge.MetricDeviceRTT, bridge.MetricDeviceLoss,
 		bridge.MetricDeviceProbes, bridge.MetricDeviceTransitions, bridge.MetricDeviceAttached, bridge.MetricForwarded,
 		bridge.MetricDropped, bridge.MetricQueueDepth, bridge.MetricFlushes, bridge.MetricSinkErrors,
-		bridge.MetricSupervisorMode, bridge.MetricSupervisorTransition, bridge.MetricQueueOccupancy} {
+		bridge.MetricSupervisorMode, bridge.MetricSupervisorTransition, bridge.MetricQueueOccupancy,
+		bridge.MetricOfferedSamples, bridge.MetricOfferedBytes, bridge.MetricOfferedRate, bridge.MetricOfferedByteRate,
+		bridge.MetricOfferedMaxBytes, bridge.MetricOfferedP95Bytes, bridge.MetricFlushOccupancy, bridge.MetricFullFlushes} {
 		require.True(t, names[n], "missing %s", n)
 	}
+	require.Equal(t, float64(1<<20), testutil.ToFloat64(collectorFor(t, reg, bridge.MetricOfferedBytes,
+		map[string]string{"device": "arm", "key": "**"})))
+	require.Equal(t, float64(1<<20), testutil.ToFloat64(collectorFor(t, reg, bridge.MetricOfferedMaxBytes,
+		map[string]string{"device": "arm", "key": "**"})))
 	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
 	require.NoError(t, err)
 	require.Empty(t, problems)

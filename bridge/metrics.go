@@ -32,6 +32,16 @@ const (
 	MetricClassifierSuspending = "picobridge_classifier_suspended"
 	MetricWakeupLag            = "picobridge_gateway_wakeup_lag_seconds"
 	MetricCPUSteal             = "picobridge_gateway_cpu_steal_ratio"
+	// Traffic meter (traffic.go): label key is a subscription of the device
+	// (at most MaxTrafficKeys per device, beyond: OtherKey).
+	MetricOfferedSamples  = "picobridge_device_offered_samples_total"
+	MetricOfferedBytes    = "picobridge_device_offered_bytes_total"
+	MetricOfferedRate     = "picobridge_device_offered_samples_per_second"
+	MetricOfferedByteRate = "picobridge_device_offered_bytes_per_second"
+	MetricOfferedMaxBytes = "picobridge_device_offered_sample_max_bytes"
+	MetricOfferedP95Bytes = "picobridge_device_offered_sample_p95_bytes"
+	MetricFlushOccupancy  = "picobridge_bridge_batch_flush_occupancy_ratio"
+	MetricFullFlushes     = "picobridge_bridge_batch_full_flushes_total"
 )
 
 var (
@@ -95,6 +105,30 @@ var (
 	descWakeupLag = prometheus.NewDesc(MetricWakeupLag,
 		"Largest lateness of the gateway's own timers over the last classifier evaluation interval (scheduler wake-up delay).",
 		nil, nil)
+	descOfferedSamples = prometheus.NewDesc(MetricOfferedSamples,
+		"Samples offered to the device's lanes (before any drop), per subscription key expression.",
+		[]string{"device", "key"}, nil)
+	descOfferedBytes = prometheus.NewDesc(MetricOfferedBytes,
+		"Payload bytes offered to the device's lanes (before any drop), per subscription key expression.",
+		[]string{"device", "key"}, nil)
+	descOfferedRate = prometheus.NewDesc(MetricOfferedRate,
+		"Samples per second offered to the device, exponentially weighted (time constant 5 s), per subscription key expression.",
+		[]string{"device", "key"}, nil)
+	descOfferedByteRate = prometheus.NewDesc(MetricOfferedByteRate,
+		"Payload bytes per second offered to the device, exponentially weighted (time constant 5 s), per subscription key expression.",
+		[]string{"device", "key"}, nil)
+	descOfferedMax = prometheus.NewDesc(MetricOfferedMaxBytes,
+		"Largest payload offered to the device, per subscription key expression.",
+		[]string{"device", "key"}, nil)
+	descOfferedP95 = prometheus.NewDesc(MetricOfferedP95Bytes,
+		"Upper bound of the power-of-two size class holding the 95th percentile payload offered to the device (at most the largest), per subscription key expression.",
+		[]string{"device", "key"}, nil)
+	descFlushOcc = prometheus.NewDesc(MetricFlushOccupancy,
+		"Recent mean (weight 0.1 per flush) of the fullest subscription's samples per batched flush over the device's subscriber ring depth (0..1).",
+		[]string{"device"}, nil)
+	descFullFlushes = prometheus.NewDesc(MetricFullFlushes,
+		"Batched flushes in which one subscription got the device's whole subscriber ring depth.",
+		[]string{"device"}, nil)
 	descSteal = prometheus.NewDesc(MetricCPUSteal,
 		"Host CPU steal ratio (/proc/stat) at the last classifier evaluation (0 unless classifier.suspend.steal or .load is on).",
 		nil, nil)
@@ -112,7 +146,9 @@ func registerMetrics(r prometheus.Registerer, g *Gateway) error {
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuildInfo, descClass, descRTT, descLoss, descProbes, descTransitions,
 		descAttached, descForwarded, descDropped, descDepth, descFlushes, descSinkErrors, descMode, descSupTransitions, descOccupancy,
-		descCritDropped, descLinkBudget, descSuspended, descSuspending, descWakeupLag, descSteal} {
+		descCritDropped, descLinkBudget, descSuspended, descSuspending, descWakeupLag, descSteal,
+		descOfferedSamples, descOfferedBytes, descOfferedRate, descOfferedByteRate, descOfferedMax, descOfferedP95,
+		descFlushOcc, descFullFlushes} {
 		ch <- d
 	}
 }
@@ -149,6 +185,17 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		for to := range Class(len(s.trans)) {
 			ch <- prometheus.MustNewConstMetric(descTransitions, prometheus.CounterValue, float64(s.trans[to].Load()), s.label, to.Label())
 		}
+		ts := s.traffic.status(now)
+		for _, k := range ts.Keys {
+			ch <- prometheus.MustNewConstMetric(descOfferedSamples, prometheus.CounterValue, float64(k.Samples), s.label, k.Key)
+			ch <- prometheus.MustNewConstMetric(descOfferedBytes, prometheus.CounterValue, float64(k.Bytes), s.label, k.Key)
+			ch <- prometheus.MustNewConstMetric(descOfferedRate, prometheus.GaugeValue, k.SamplesPerS, s.label, k.Key)
+			ch <- prometheus.MustNewConstMetric(descOfferedByteRate, prometheus.GaugeValue, k.BytesPerS, s.label, k.Key)
+			ch <- prometheus.MustNewConstMetric(descOfferedMax, prometheus.GaugeValue, float64(k.MaxBytes), s.label, k.Key)
+			ch <- prometheus.MustNewConstMetric(descOfferedP95, prometheus.GaugeValue, float64(k.P95Bytes), s.label, k.Key)
+		}
+		ch <- prometheus.MustNewConstMetric(descFlushOcc, prometheus.GaugeValue, ts.FlushOccupancy, s.label)
+		ch <- prometheus.MustNewConstMetric(descFullFlushes, prometheus.CounterValue, float64(ts.FullFlushes), s.label)
 	}
 
 	// Gauges of attached devices; several devices may share OtherDevice:

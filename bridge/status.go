@@ -21,6 +21,9 @@ type DevicezOptions struct {
 	Device string
 	// Transitions includes each device's recorded class transitions.
 	Transitions bool
+	// Advice includes each device's knob advice (DeviceStatus.Advice):
+	// /devicez does unless advice=0; Diagnostics does not.
+	Advice bool
 }
 
 // DevicezResponse is the answer of /devicez and `picobridge status`.
@@ -66,6 +69,13 @@ type DeviceStatus struct {
 	// OversizeFix says, after the first oversize drop of an unlisted device
 	// that announced nothing, which setting would fix it.
 	OversizeFix string `json:"oversize_fix,omitempty"`
+	// Traffic is what the gateway offered the device, per subscription
+	// (traffic.go).
+	Traffic TrafficStatus `json:"traffic"`
+	// Advice is `knobs advise` on the device's resolution and its observed
+	// traffic (Device.Advise); nil when the device has no resolution or
+	// DevicezOptions.Advice is false.
+	Advice *knobs.AdviceJSON `json:"advice,omitempty"`
 }
 
 // LinkStatus is a device link's byte budget (policy.link).
@@ -93,12 +103,12 @@ func (g *Gateway) Devicez(opts DevicezOptions) DevicezResponse {
 		if opts.Device != "" && d.Name() != opts.Device {
 			continue
 		}
-		r.Devices = append(r.Devices, d.status(now, opts.Transitions))
+		r.Devices = append(r.Devices, d.status(now, opts.Transitions, opts.Advice))
 	}
 	return r
 }
 
-func (d *Device) status(now time.Time, transitions bool) DeviceStatus {
+func (d *Device) status(now time.Time, transitions, advice bool) DeviceStatus {
 	d.mu.RLock()
 	s := DeviceStatus{Name: d.name, ZID: d.zid, Configured: d.conf != nil, Capacity: d.capa, Shaping: d.shape,
 		Subscriptions: append([]string{}, d.subs...)}
@@ -111,6 +121,13 @@ func (d *Device) status(now time.Time, transitions bool) DeviceStatus {
 	eg, cls := d.eg, d.cls
 	d.mu.RUnlock()
 	s.KnobSource, s.KnobDisagreements, s.OversizeFix = d.knobStatus()
+	s.Traffic = eg.stats.traffic.status(now)
+	if advice {
+		if a := d.Advise(AdviceSource(s.Name)); a != nil {
+			j := knobs.AdviceToJSON(a)
+			s.Advice = &j
+		}
+	}
 	s.Classifier = cls.Status()
 	if !transitions {
 		s.Classifier.History = nil
@@ -147,11 +164,14 @@ func (d *Device) status(now time.Time, transitions bool) DeviceStatus {
 	return s
 }
 
-// HandleDevicez serves Devicez as JSON; query parameters device=NAME and
-// transitions=1.
+// HandleDevicez serves Devicez as JSON, with each device's advice;
+// query parameters device=NAME, transitions=1 and advice=0 (leave the
+// advice out).
 func (g *Gateway) HandleDevicez(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	writeJSON(w, http.StatusOK, g.Devicez(DevicezOptions{Device: q.Get("device"), Transitions: q.Get("transitions") == "1" || q.Get("transitions") == "true"}))
+	writeJSON(w, http.StatusOK, g.Devicez(DevicezOptions{Device: q.Get("device"),
+		Transitions: q.Get("transitions") == "1" || q.Get("transitions") == "true",
+		Advice:      q.Get("advice") != "0" && q.Get("advice") != "false"}))
 }
 
 // HealthzResponse is the answer of /healthz.

@@ -403,6 +403,9 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 	for _, tp := range pubs {
 		a.Topics = append(a.Topics, TopicAdvice{Topic: tp, Lane: next.lanes[tp.Name], Reason: laneReason[tp.Name]})
 	}
+	if t.Observed != nil {
+		a.Notes = append(a.Notes, observedNotes(t.Observed)...)
+	}
 	slices.SortStableFunc(a.Topics, func(x, y TopicAdvice) int { return x.Topic.Line - y.Topic.Line })
 	for _, k := range registry {
 		if rc, ok := rec[k.ID]; ok {
@@ -412,6 +415,50 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 		}
 	}
 	return a
+}
+
+// dropHints say, per drop reason of the bridge, what made the gateway drop
+// (docs/metrics.md, picobridge_bridge_samples_dropped_total).
+var dropHints = []struct{ reason, hint string }{
+	{"oversize", "larger than the device can receive: frag_max_size, batch size or subscriber slot"},
+	{"ring_budget", "more samples of one key per flush than subscriber_ring_depth"},
+	{"rate_limit", "the batched lane's token bucket (gateway policy.batched, not a device knob)"},
+	{"stale", "older than policy.batched.stale_after when their flush came"},
+	{"queue_full", "the batched lane held its maximum of distinct keys"},
+	{"congestion", "replaced by a newer sample before the device's link took it, or refused by the link"},
+	{"suspended", "forwarding suspended by the supervisor, or the device left with samples pending"},
+	{"link_budget", "held back by the device's link budget (policy.link)"},
+}
+
+// observedNotes are the notes on what a gateway measured: how long, the
+// drops by reason, the batched flushes' occupancy of the ring budget.
+func observedNotes(o *Observed) []string {
+	notes := []string{fmt.Sprintf("traffic observed at the gateway for %v: rates weighted over %v, sizes the largest payload", o.Window.Round(100*time.Millisecond), o.RateTau)}
+	seen := map[string]bool{}
+	for _, h := range dropHints {
+		seen[h.reason] = true
+		if n := o.Dropped[h.reason]; n > 0 {
+			notes = append(notes, fmt.Sprintf("the gateway dropped %d samples (%s): %s", n, h.reason, h.hint))
+		}
+	}
+	var other []string
+	for r, n := range o.Dropped {
+		if !seen[r] && n > 0 {
+			other = append(other, r)
+		}
+	}
+	slices.Sort(other)
+	for _, r := range other {
+		notes = append(notes, fmt.Sprintf("the gateway dropped %d samples (%s)", o.Dropped[r], r))
+	}
+	if o.Flushes > 0 {
+		notes = append(notes, fmt.Sprintf("batched flushes: %d, %d of them with a full ring budget (%d samples of one subscription); recent mean occupancy %.0f%% of the ring",
+			o.Flushes, o.FullFlushes, o.RingDepth, 100*o.FlushOccupancy))
+	}
+	if o.Unmetered > 0 {
+		notes = append(notes, fmt.Sprintf("%d samples of subscriptions beyond the gateway's per-device key limit are in no topic above", o.Unmetered))
+	}
+	return notes
 }
 
 func roundUp(v, step int64) int64 { return (v + step - 1) / step * step }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -182,4 +183,26 @@ func TestAdviseClampsToKnobRange(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, knobs.WriteAdvice(&buf, a))
 	require.Contains(t, buf.String(), "note: topic /2g cannot be served")
+}
+
+// TestAdviseObserved: what a gateway observed (drops, flushes) only adds
+// notes; the settings come from the topics, as for a traffic file.
+func TestAdviseObserved(t *testing.T) {
+	r := resolve(t, "zephyr", "", "")
+	file := topics(t, "/big sub 20 3000 100", "/burst sub 80 64 100")
+	obs := topics(t, "/big sub 20 3000 100", "/burst sub 80 64 100")
+	obs.Observed = &knobs.Observed{Window: 12340 * time.Millisecond, RateTau: 5 * time.Second,
+		Dropped: map[string]uint64{"ring_budget": 7, "oversize": 3, "weird": 1}, Flushes: 40, FullFlushes: 9, FlushOccupancy: 0.875, RingDepth: 4, Unmetered: 2}
+	a, b := knobs.Advise(r, file), knobs.Advise(r, obs)
+	require.Equal(t, a.Settings, b.Settings)
+	require.Equal(t, map[string]string{"zenoh.wire.frag_max_size": "3072", "zenoh.limits.subscriber_ring_depth": "8"}, changes(b))
+	require.Equal(t, []string{
+		"traffic observed at the gateway for 12.3s: rates weighted over 5s, sizes the largest payload",
+		"the gateway dropped 3 samples (oversize): larger than the device can receive: frag_max_size, batch size or subscriber slot",
+		"the gateway dropped 7 samples (ring_budget): more samples of one key per flush than subscriber_ring_depth",
+		"the gateway dropped 1 samples (weird)",
+		"batched flushes: 40, 9 of them with a full ring budget (4 samples of one subscription); recent mean occupancy 88% of the ring",
+		"2 samples of subscriptions beyond the gateway's per-device key limit are in no topic above",
+	}, b.Notes[len(a.Notes):])
+	require.Equal(t, append([]string{}, a.Notes...), append([]string{}, b.Notes[:len(a.Notes)]...))
 }

@@ -45,10 +45,40 @@ type Topic struct {
 //	rate_hz = 100
 //	size_bytes = 324
 //	latency_budget_ms = 100
+//
+// A gateway builds the same description from what it offers a connected
+// device (bridge.Device.ObservedTraffic, `knobs advise --gateway`); then
+// File names the gateway and the device, and Observed carries what only a
+// running gateway sees.
 type Traffic struct {
 	File        string
 	Description string
 	Topics      []Topic
+	// Observed is nil for a traffic file.
+	Observed *Observed
+}
+
+// Observed is what a gateway measured beyond the topics' rates and sizes.
+// Advise turns it into notes; the recommended settings come from Topics
+// alone, so a traffic file with the same topics gets the same settings.
+type Observed struct {
+	// Window is how long the gateway has metered the device; RateTau the
+	// time constant of its weighted rates.
+	Window, RateTau time.Duration
+	// Dropped counts samples the gateway did not forward to the device, by
+	// reason (the bridge's labels: oversize, ring_budget, rate_limit, stale,
+	// queue_full, congestion, suspended, link_budget); zero reasons left out.
+	Dropped map[string]uint64
+	// Flushes counts the batched lane's flushes; FullFlushes those in which
+	// one subscription got RingDepth samples (the ring budget was full).
+	Flushes, FullFlushes uint64
+	// FlushOccupancy is the recent mean of the fullest subscription's
+	// samples per flush over RingDepth (0..1).
+	FlushOccupancy float64
+	RingDepth      int
+	// Unmetered counts samples of subscriptions beyond the gateway's per-device
+	// key limit (bridge.MaxTrafficKeys), which have no topic of their own.
+	Unmetered uint64
 }
 
 var topicKeys = []string{"name", "direction", "rate_hz", "size_bytes", "latency_budget_ms"}

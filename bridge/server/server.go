@@ -324,6 +324,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc(bridge.PathHealthz, s.gw.HandleHealthz)
 	mux.HandleFunc(bridge.PathDevicez, s.gw.HandleDevicez)
 	mux.HandleFunc(bridge.PathKnobz, s.gw.HandleKnobz)
+	mux.HandleFunc(bridge.PathAdvicez, s.gw.HandleAdvicez)
 	mux.HandleFunc(PathRoutez, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)

@@ -45,7 +45,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"router", "--metrics", "127.0.0.1:99999"}, 2, `picobridge: --metrics "127.0.0.1:99999": port "99999": want 0 to 65535`},
 		{[]string{"router", "--lease", "1ms"}, 2, `picobridge: --lease 1ms: want 1s to 1h0m0s`},
 		{[]string{"router", "--connect-as", "peer"}, 2, `picobridge: --connect-as "peer": want client or router`},
-		{[]string{"knobs", "advise", "--platform", "zephyr"}, 2, `picobridge: required flag(s) "traffic" not set`},
+		{[]string{"knobs", "advise", "--platform", "zephyr"}, 2, `picobridge: knobs advise: want --traffic FILE, or --gateway ADDR for the traffic a running gateway observes`},
 		{[]string{"knobs", "explain", "--platform", "vxworks"}, 2, `picobridge: platform: no platform named "vxworks" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`},
 		{[]string{"bag", "replay", "--rate", "0", "x"}, 2, `picobridge: --rate 0 must be a positive number`},
 		{[]string{"bag", "replay", "--fixed-rate", "scan", "x"}, 2, `picobridge: --fixed-rate "scan": want TOPIC=HZ, e.g. /scan=30`},

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/picobridge/picobridge/firmware"
+	"github.com/picobridge/picobridge/internal/cli"
 	"github.com/picobridge/picobridge/knobs"
 )
 
@@ -119,15 +120,22 @@ func newKnobsExplainCommand() *cobra.Command {
 
 func newKnobsAdviseCommand() *cobra.Command {
 	var f knobsFlags
+	var g gatewayFlags
 	var traffic string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "advise --platform P [--board B] --traffic FILE [--json]",
-		Short: "Recommend TX tuning (batching, split lock, express, socket timeout) for a device's traffic",
+		Use:   "advise --platform P [--board B] --traffic FILE [--json] | --gateway ADDR [--device NAME] [--json]",
+		Short: "Recommend knob settings (TX tuning, RX sizes and ring depth) for a device's traffic: from a traffic file, or as a running gateway observes it",
 		Args:  cobra.NoArgs,
 		// Use already shows the flags.
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.addr != "" || g.device != "" {
+				return adviseFromGateway(cmd, g, asJSON)
+			}
+			if traffic == "" {
+				return cli.Usagef("knobs advise: want --traffic FILE, or --gateway ADDR for the traffic a running gateway observes")
+			}
 			r, err := f.resolve()
 			if err != nil {
 				return err
@@ -144,9 +152,10 @@ func newKnobsAdviseCommand() *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	g.register(cmd)
+	cmd.Flags().Lookup("device").Usage = "with --gateway: the connected device's name (optional when only one is attached)"
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of tables")
 	cmd.Flags().StringVar(&traffic, "traffic", "", "traffic TOML file: [[topic]] name, direction (pub|sub), rate_hz, size_bytes, latency_budget_ms")
-	_ = cmd.MarkFlagRequired("traffic")
 	return cmd
 }
 

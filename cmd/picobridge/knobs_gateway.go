@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -47,4 +52,53 @@ func explainFromGateway(cmd *cobra.Command, g gatewayFlags, asJSON bool) error {
 		return enc.Encode(v)
 	}
 	return knobs.WriteExplainText(cmd.OutOrStdout(), e)
+}
+
+// adviseFromGateway prints the advice a running gateway gives for the
+// traffic it observes toward a connected device (its /advicez): the same
+// knobs.Advise and the same tables as `knobs advise --traffic`, with the
+// device's resolution as the gateway holds it (device rung included).
+func adviseFromGateway(cmd *cobra.Command, g gatewayFlags, asJSON bool) error {
+	if g.addr == "" {
+		return cli.Usagef("knobs advise: --device needs --gateway ADDR")
+	}
+	for _, f := range []string{"platform", "board", "env", "traffic"} {
+		if cmd.Flags().Changed(f) {
+			return cli.Usagef("knobs advise: --gateway takes the device's knobs and traffic from the gateway; drop --%s", f)
+		}
+	}
+	q := url.Values{}
+	if g.device != "" {
+		q.Set("device", g.device)
+	}
+	if asJSON {
+		q.Set("format", "json")
+	}
+	body, err := getBody(cmd.Context(), statusURL(g.addr, bridge.PathAdvicez, q))
+	if err != nil {
+		return err
+	}
+	_, err = cmd.OutOrStdout().Write(body)
+	return err
+}
+
+// getBody GETs u; a status other than 200 is an error with the answer's text.
+func getBody(ctx context.Context, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("is a gateway running there? %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return b, nil
 }

@@ -92,7 +92,7 @@ func TestKnobsErrors(t *testing.T) {
 		{[]string{"knobs", "explain", "--platform", "zephyr", "--env", "/nonexistent/prj.conf"},
 			"/nonexistent/prj.conf: --env: cannot read env file: no such file or directory", 2},
 		{[]string{"knobs", "advise", "--platform", "zephyr"},
-			`required flag(s) "traffic" not set`, 2},
+			`knobs advise: want --traffic FILE, or --gateway ADDR for the traffic a running gateway observes`, 2},
 		{[]string{"knobs", "advise", "--platform", "zephyr", "--traffic", "/nonexistent.toml"},
 			"/nonexistent.toml: --traffic: cannot read traffic file: no such file or directory", 2},
 	} {

@@ -22,7 +22,7 @@ func newLaneCommand() *cobra.Command {
 		processEnv, verbose   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "lane --expect FILE [--listen HOST:PORT] [--junit FILE] [-- DEVICE COMMAND...]",
+		Use:   "lane --expect FILE [--listen HOST:PORT] [--junit FILE] [--process-env] [-v] [-- DEVICE COMMAND...]",
 		Short: "Test lane for one CI job: a router that checks a zenoh-pico device against its knobs",
 		Long: `Runs a Zenoh router for one device under test (a Zephyr native_sim image, a POSIX
 build), waits for it, or starts it (everything after --; {endpoint} in an argument

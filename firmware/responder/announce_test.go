@@ -130,12 +130,45 @@ func TestAnnouncementMatchesGo(t *testing.T) {
 	}
 }
 
+// buildAnnouncements are the announcements of the two zenoh-pico builds
+// the tests know, byte for byte: 01 03 | flags 0001 | batch | ring 0000 |
+// frag | lease 10000 | socket 100 | flush 0 | factor 3 | 0 | buf 0 | 0.
+var buildAnnouncements = map[uint16]string{
+	65535: "01030100ffff0000e09304001027000064000000000003000000000000000000", // GNUmakefile: frag 300000
+	2048:  "0103010000080000001000001027000064000000000003000000000000000000", // CMake default: frag 4096
+}
+
+// TestBuildAnnouncementBytes: the known bytes are the Go encoder's for
+// those builds (no zenoh-pico needed).
+func TestBuildAnnouncementBytes(t *testing.T) {
+	for batch, frag := range map[uint16]uint32{65535: 300000, 2048: 4096} {
+		a := knobs.Announcement{BatchUnicastSize: batch, FragMaxSize: frag, Fragmentation: true, LeaseMs: 10000, LeaseExpireFactor: 3, SocketTimeoutMs: 100}
+		require.Equal(t, buildAnnouncements[batch], hex.EncodeToString(a.Append(nil)))
+	}
+}
+
+// fromBuild is the announcement the build's config.h gives (p.Macros),
+// checked against buildAnnouncements when the build is one of those.
+func fromBuild(t *testing.T, p responder.Pico) (knobs.Announcement, string) {
+	t.Helper()
+	m := p.Macros
+	a := knobs.Announcement{BatchUnicastSize: uint16(m["Z_BATCH_UNICAST_SIZE"]), FragMaxSize: uint32(m["Z_FRAG_MAX_SIZE"]),
+		Fragmentation: m["Z_FEATURE_FRAGMENTATION"] == 1, LeaseMs: uint32(m["Z_TRANSPORT_LEASE"]),
+		LeaseExpireFactor: uint8(m["Z_TRANSPORT_LEASE_EXPIRE_FACTOR"]), SocketTimeoutMs: uint32(m["Z_CONFIG_SOCKET_TIMEOUT"])}
+	want := hex.EncodeToString(a.Append(nil))
+	if lit, ok := buildAnnouncements[a.BatchUnicastSize]; ok && a.LeaseMs == 10000 && a.SocketTimeoutMs == 100 {
+		require.Equal(t, lit, want, "the Go encoder and the known bytes of the batch %d build", a.BatchUnicastSize)
+	}
+	return a, want
+}
+
 // TestAnnouncementFromBuild: picobridge_probe_knobs_from_build reads the
-// zenoh-pico build's config.h (the examples build: batch 65535,
-// Z_FRAG_MAX_SIZE 300000, lease 10 s / 3, socket timeout 100 ms), and the
-// nano-ros fields when the build defines them.
+// zenoh-pico build's config.h (batch, Z_FRAG_MAX_SIZE, lease 10 s / 3,
+// socket timeout 100 ms: the examples builds), and the nano-ros fields when
+// the build defines them.
 func TestAnnouncementFromBuild(t *testing.T) {
 	p := pico(t)
+	base, want := fromBuild(t, p)
 	plain := buildAnnHarness(t, p)
 	out, err := exec.Command(plain).Output()
 	require.NoError(t, err) // no input: nothing
@@ -144,8 +177,7 @@ func TestAnnouncementFromBuild(t *testing.T) {
 	cmd.Stdin = strings.NewReader("B\n")
 	out, err = cmd.Output()
 	require.NoError(t, err)
-	// Byte for byte: 01 03 | flags 0001 | batch ffff | ring 0000 | frag 300000 | lease 10000 | socket 100 | flush 0 | factor 3 | 0 | buf 0 | 0.
-	require.Equal(t, "01030100ffff0000e09304001027000064000000000003000000000000000000\n", string(out))
+	require.Equal(t, want+"\n", string(out))
 
 	nros := buildAnnHarness(t, p, "-DNROS_ZENOH_TX_BATCH=1", "-DNROS_ZENOH_TX_FLUSH_MS=20", "-DNROS_ZENOH_SUBSCRIBER_RING_DEPTH=8")
 	cmd = exec.Command(nros)
@@ -156,8 +188,8 @@ func TestAnnouncementFromBuild(t *testing.T) {
 	require.NoError(t, err)
 	a, err := knobs.DecodeAnnouncement(raw)
 	require.NoError(t, err)
-	require.Equal(t, knobs.Announcement{BatchUnicastSize: 65535, FragMaxSize: 300000, Fragmentation: true, LeaseMs: 10000, LeaseExpireFactor: 3,
-		SocketTimeoutMs: 100, NanoROS: true, TxBatch: true, TxFlushMs: 20, SubscriberRingDepth: 8, SubscriberBufferSize: 1024}, a)
+	base.NanoROS, base.TxBatch, base.TxFlushMs, base.SubscriberRingDepth, base.SubscriberBufferSize = true, true, 20, 8, 1024
+	require.Equal(t, base, a)
 }
 
 // TestResponderAnnouncesKnobs: the real C responder, at init, publishes
@@ -165,6 +197,7 @@ func TestAnnouncementFromBuild(t *testing.T) {
 // gets exactly the from-build bytes.
 func TestResponderAnnouncesKnobs(t *testing.T) {
 	p := pico(t)
+	_, want := fromBuild(t, p)
 	bin, err := responder.Build(context.Background(), p, t.TempDir())
 	require.NoError(t, err)
 	r := zenohpath.NewRouter(zenohpath.RouterConfig{})
@@ -183,7 +216,7 @@ func TestResponderAnnouncesKnobs(t *testing.T) {
 	select {
 	case s := <-got:
 		require.Equal(t, bridge.KnobsKey("ann1"), s.KeyExpr())
-		require.Equal(t, "01030100ffff0000e09304001027000064000000000003000000000000000000", hex.EncodeToString(s.Payload()))
+		require.Equal(t, want, hex.EncodeToString(s.Payload()))
 	case <-time.After(interop.Scale(5 * time.Second)):
 		t.Fatal("no knob announcement from the responder")
 	}

@@ -51,6 +51,25 @@ func TestFindPico(t *testing.T) {
 
 	_, err = responder.FindPico(t.TempDir(), src)
 	require.ErrorContains(t, err, "config.h")
+
+	// zenoh-pico 1.x: CMake writes config.h into the source tree; the build
+	// tree's CMakeCache.txt must agree with it.
+	src1 := t.TempDir()
+	touch(t, filepath.Join(src1, "include", "zenoh-pico.h"), "")
+	touch(t, filepath.Join(src1, "include", "zenoh-pico", "config.h"), "#define Z_FRAG_MAX_SIZE 4096\n#define Z_BATCH_UNICAST_SIZE 2048\n")
+	b2048, b65535 := t.TempDir(), t.TempDir()
+	for dir, batch := range map[string]string{b2048: "2048", b65535: "65535"} {
+		touch(t, filepath.Join(dir, "lib", "libzenohpico.so"), "")
+		touch(t, filepath.Join(dir, "CMakeCache.txt"), "zenohpico_SOURCE_DIR:STATIC="+src1+"\nBATCH_UNICAST_SIZE:STRING="+batch+"\nFRAG_MAX_SIZE:STRING=4096\n")
+	}
+	p, err = responder.FindPico(b2048, "")
+	require.NoError(t, err)
+	require.Equal(t, []string{filepath.Join(src1, "include")}, p.Include)
+	require.Equal(t, map[string]int{"Z_FRAG_MAX_SIZE": 4096, "Z_BATCH_UNICAST_SIZE": 2048}, p.Macros)
+	_, err = responder.FindPico(b65535, "")
+	require.EqualError(t, err, "responder: "+filepath.Join(b65535, "CMakeCache.txt")+" says BATCH_UNICAST_SIZE 65535, but "+filepath.Join(src1, "include")+
+		"/zenoh-pico/config.h (zenoh-pico's CMake writes it into the source tree) says Z_BATCH_UNICAST_SIZE 2048: the source tree was configured last for another build; re-run cmake for "+
+		b65535+", or install it, before building against it")
 	noLib := t.TempDir()
 	touch(t, filepath.Join(noLib, "include", "zenoh-pico.h"), "")
 	touch(t, filepath.Join(noLib, "include", "zenoh-pico", "config.h"), "")

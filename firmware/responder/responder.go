@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 )
 
@@ -57,7 +58,14 @@ type Pico struct {
 	Include []string
 	// LibDir holds libzenohpico.
 	LibDir string
+	// Macros are the numeric #defines of the config.h used
+	// (Z_BATCH_UNICAST_SIZE, Z_FRAG_MAX_SIZE, ...).
+	Macros map[string]int
 }
+
+// ErrConfigMismatch: a CMake build tree whose source tree's config.h was
+// generated for another build (FindPico).
+var ErrConfigMismatch = errors.New("responder")
 
 // ErrNoPico is returned by PicoFromEnv when DirEnv is unset.
 var ErrNoPico = errors.New("responder: " + DirEnv + " is not set")
@@ -75,21 +83,53 @@ func PicoFromEnv() (Pico, error) {
 
 // FindPico locates the headers and library of the zenoh-pico build in dir;
 // src (may be empty) is the source tree, for headers a build tree lacks.
+//
+// dir is an install tree (include/zenoh-pico.h, include/zenoh-pico/config.h,
+// lib/), or a CMake build tree: its include/ holds the generated config.h
+// (older zenoh-pico), or, since zenoh-pico writes config.h into the source
+// tree at configure time (1.x), the source tree's include/ has it. Then the
+// source tree may have been configured last for another build: FindPico
+// compares the config.h's Z_BATCH_UNICAST_SIZE and Z_FRAG_MAX_SIZE with the
+// build tree's CMakeCache.txt (BATCH_UNICAST_SIZE, FRAG_MAX_SIZE) and refuses
+// a mismatch, which would build a responder announcing the other build's
+// knobs.
 func FindPico(dir, src string) (Pico, error) {
 	var p Pico
 	inc := filepath.Join(dir, "include")
-	if !exists(filepath.Join(inc, "zenoh-pico", "config.h")) {
+	cache := filepath.Join(dir, "CMakeCache.txt")
+	if src == "" {
+		src = cmakeSourceDir(cache)
+	}
+	srcInc := ""
+	if src != "" {
+		srcInc = filepath.Join(src, "include")
+	}
+	switch {
+	case exists(filepath.Join(inc, "zenoh-pico", "config.h")):
+		p.Include = []string{inc}
+		if !exists(filepath.Join(inc, "zenoh-pico.h")) {
+			if srcInc == "" || !exists(filepath.Join(srcInc, "zenoh-pico.h")) {
+				return p, fmt.Errorf("responder: %s/include has no zenoh-pico.h (a CMake build tree): set %s to the zenoh-pico source tree", dir, SrcEnv)
+			}
+			p.Include = append(p.Include, srcInc)
+		}
+	case exists(cache) && srcInc != "" && exists(filepath.Join(srcInc, "zenoh-pico", "config.h")) && exists(filepath.Join(srcInc, "zenoh-pico.h")):
+		p.Include = []string{srcInc}
+	default:
 		return p, fmt.Errorf("responder: %s: no include/zenoh-pico/config.h, not a zenoh-pico build or install directory", dir)
 	}
-	p.Include = []string{inc}
-	if !exists(filepath.Join(inc, "zenoh-pico.h")) {
-		if src == "" {
-			src = cmakeSourceDir(filepath.Join(dir, "CMakeCache.txt"))
+	p.Macros = defines(filepath.Join(p.Include[0], "zenoh-pico", "config.h"))
+	if p.Include[0] == srcInc {
+		vars := cmakeVars(cache)
+		for _, m := range [][2]string{{"BATCH_UNICAST_SIZE", "Z_BATCH_UNICAST_SIZE"}, {"FRAG_MAX_SIZE", "Z_FRAG_MAX_SIZE"}} {
+			want, ok := vars[m[0]]
+			got, ok2 := p.Macros[m[1]]
+			if ok && ok2 && want != got {
+				return p, fmt.Errorf("%w: %s says %s %d, but %s/zenoh-pico/config.h (zenoh-pico's CMake writes it into the source tree) says %s %d: "+
+					"the source tree was configured last for another build; re-run cmake for %s, or install it, before building against it",
+					ErrConfigMismatch, cache, m[0], want, srcInc, m[1], got, dir)
+			}
 		}
-		if src == "" || !exists(filepath.Join(src, "include", "zenoh-pico.h")) {
-			return p, fmt.Errorf("responder: %s/include has no zenoh-pico.h (a CMake build tree): set %s to the zenoh-pico source tree", dir, SrcEnv)
-		}
-		p.Include = append(p.Include, filepath.Join(src, "include"))
 	}
 	p.LibDir = filepath.Join(dir, "lib")
 	found := false
@@ -100,6 +140,46 @@ func FindPico(dir, src string) (Pico, error) {
 		return p, fmt.Errorf("responder: no libzenohpico in %s", p.LibDir)
 	}
 	return p, nil
+}
+
+// defines reads the numeric #define lines of a C header (NAME value).
+func defines(path string) map[string]int {
+	data, _ := os.ReadFile(path)
+	return parseDefines(data)
+}
+
+func parseDefines(data []byte) map[string]int {
+	out := map[string]int{}
+	for _, l := range strings.Split(string(data), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[0] == "#define" {
+			if n, err := strconv.Atoi(f[2]); err == nil {
+				out[f[1]] = n
+			}
+		}
+	}
+	return out
+}
+
+// cmakeVars reads the numeric NAME:TYPE=value entries of a CMakeCache.txt.
+func cmakeVars(cache string) map[string]int {
+	data, _ := os.ReadFile(cache)
+	return parseCMakeVars(data)
+}
+
+func parseCMakeVars(data []byte) map[string]int {
+	out := map[string]int{}
+	for _, l := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(l, "=")
+		name, _, typed := strings.Cut(k, ":")
+		if !ok || !typed {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			out[name] = n
+		}
+	}
+	return out
 }
 
 // cmakeSourceDir reads zenohpico_SOURCE_DIR (or CMAKE_HOME_DIRECTORY) from

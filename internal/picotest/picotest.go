@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,8 +42,49 @@ func Examples(t testing.TB) string {
 }
 
 // Build is one zenoh-pico examples folder and the name of its build
-// ("batch65535" or "batch2048").
-type Build struct{ Name, Dir string }
+// ("batch65535" or "batch2048"). Batch and FragMax are the build's
+// Z_BATCH_UNICAST_SIZE and Z_FRAG_MAX_SIZE: from the CMakeCache.txt of the
+// build tree above the folder (BATCH_UNICAST_SIZE, FRAG_MAX_SIZE), else the
+// defaults its name says (65535 and 300000 for the GNUmakefile build, 2048
+// and 4096 for the CMake default).
+type Build struct {
+	Name, Dir      string
+	Batch, FragMax int
+}
+
+// buildOf names the build of an examples folder and reads its sizes.
+func buildOf(dir string) Build {
+	b := Build{Name: "batch65535", Dir: dir, Batch: 65535, FragMax: 300000}
+	if strings.Contains(dir, "2048") {
+		b = Build{Name: "batch2048", Dir: dir, Batch: 2048, FragMax: 4096}
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Clean(dir)), "CMakeCache.txt"))
+	if err != nil {
+		return b
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "BATCH_UNICAST_SIZE:STRING":
+			b.Batch = n
+		case "FRAG_MAX_SIZE:STRING":
+			b.FragMax = n
+		}
+	}
+	if b.Batch == 2048 {
+		b.Name = "batch2048"
+	} else if b.Batch == 65535 {
+		b.Name = "batch65535"
+	}
+	return b
+}
 
 // Builds returns the examples folders named by ZENOH_PICO_EXAMPLES and
 // ZENOH_PICO_EXAMPLES_2048 (each once), or skips the test when neither is
@@ -60,11 +102,7 @@ func Builds(t testing.TB) []Build {
 		if _, err := os.Stat(filepath.Join(dir, "z_sub")); err != nil {
 			t.Fatalf("%s=%s: no z_sub there: %v", env, dir, err)
 		}
-		name := "batch65535"
-		if strings.Contains(dir, "2048") {
-			name = "batch2048"
-		}
-		out = append(out, Build{name, dir})
+		out = append(out, buildOf(dir))
 	}
 	if len(out) == 0 {
 		t.Skipf("SKIP: set %s (and %s) to folders of built zenoh-pico examples (%s: Z_BATCH_UNICAST_SIZE 65535, %s: the CMake default 2048)",
