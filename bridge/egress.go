@@ -23,6 +23,11 @@ type Sample struct {
 	// Time is when the sample entered the gateway (or its source timestamp);
 	// stale-drop measures from it. Zero: the time of Offer.
 	Time time.Time
+	// History marks a TRANSIENT_LOCAL history sample offered by Device.Replay:
+	// the batched lane never drops it as stale (history is old by design, and
+	// Replay offers the next one only once this one has left, so a flush that
+	// comes late — a loaded host, a slow link — must not lose it).
+	History bool
 }
 
 // DeviceSink is the egress toward one device. The lead adapts a zenohpath
@@ -589,7 +594,7 @@ func (e *egress) flush(now time.Time, out []Sample) []Sample {
 		items := q.items
 		fresh := items[:0]
 		for _, s := range items {
-			if now.Sub(s.Time) > e.pol.Batched.StaleAfter {
+			if !s.History && now.Sub(s.Time) > e.pol.Batched.StaleAfter {
 				add(&stale, 1, q.crit)
 				continue
 			}

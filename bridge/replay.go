@@ -36,7 +36,8 @@ func (d *Device) Replay(samples []Sample, done <-chan struct{}) int {
 			case <-time.After(replayPoll):
 			}
 		}
-		s.Time = time.Time{} // the lane's stale check counts from the offer
+		s.Time = time.Time{} // the lane's keep-latest and age count from the offer
+		s.History = true     // never dropped as stale (Sample.History)
 		d.Offer(s, Noncritical)
 	}
 	return len(samples)
