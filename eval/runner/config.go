@@ -51,6 +51,9 @@ type Config struct {
 	// Cotenant is the number of CPU busy loops (separate processes) run beside the
 	// systems under test during every run, stopped after it; 0 = none.
 	Cotenant int
+
+	// hostStart is hostLine() when Run started (the summary's header).
+	hostStart string
 }
 
 // withDefaults fills zero fields.

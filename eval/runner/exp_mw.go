@@ -421,7 +421,9 @@ func runMWSession(ctx context.Context, cfg Config, sp mwSystemSpec, rs []*Result
 			res.Missing = "interrupted"
 			continue
 		}
+		res.Load[0] = loadAvg1()
 		res.Err = runMWPhase(ctx, cfg, conn, sink, res, d)
+		res.Load[1] = loadAvg1()
 		if res.Err == nil {
 			res.Err = WriteCSV(cfg.Out, res)
 		}

@@ -292,6 +292,19 @@ func writeMWSection(w *bufio.Writer, cfg Config, rows []MWRow, plots []string) {
 			res.Run, res.System, res.Level, SizeLabel(res.MW.Size), map[bool]string{true: "on", false: "off"}[res.MW.TLS],
 			res.MW.OfferedHz, deliv, fmtMs(r.Lat.P50), fmtMs(r.Lat.P95), fmtMs(r.Lat.P99), r.MsgsPerS, r.MBPerS, cpu, loss, res.Cotenant)
 	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range rows {
+		if okMW(r) {
+			for _, l := range r.Res.Load {
+				if l > 0 {
+					lo, hi = math.Min(lo, l), math.Max(hi, l)
+				}
+			}
+		}
+	}
+	if !math.IsInf(lo, 0) {
+		fmt.Fprintf(w, "\nHost load average (1 min) over these runs: %.2f–%.2f.\n", lo, hi)
+	}
 	fmt.Fprintf(w, "\n")
 	var notRun, failed []string
 	seen := map[string]bool{}

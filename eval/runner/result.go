@@ -36,6 +36,9 @@ type Result struct {
 
 	MW       *MWInfo // middleware comparison runs only
 	Cotenant int     // CPU busy loops that ran beside the system (Config.Cotenant)
+	// Load is the host's 1-minute load average (/proc/loadavg) when the run started and
+	// when it ended; NaN where it could not be read.
+	Load [2]float64
 
 	Missing string // not run: what is missing
 	Err     error  // the run failed

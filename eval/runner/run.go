@@ -3,8 +3,13 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
+	"os/exec"
+	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -58,6 +63,7 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
 	}
+	cfg.hostStart = hostLine()
 	var results []*Result
 	for _, s := range plan(cfg) {
 		res := &Result{Run: s.run, Exp: s.exp, System: s.system, Level: s.level, Missing: s.missing, Cotenant: cfg.Cotenant}
@@ -68,7 +74,9 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 				cfg.Log("picoeval: %s (%v)…", s.run, cfg.runDuration(s.level))
 				t0 := time.Now()
 				stopBusy := startCotenants(cfg.Cotenant)
+				res.Load[0] = loadAvg1()
 				res.Err = s.fn(ctx, cfg, res)
+				res.Load[1] = loadAvg1()
 				stopBusy()
 				if res.Err == nil {
 					res.Err = WriteCSV(cfg.Out, res)
@@ -97,4 +105,39 @@ func oneLine(r Row) string {
 	return fmt.Sprintf("pub %.1f Hz (std %.1f, %d errors, %d blocked), critical p50 %s p95 %s p99 %s (%d/%d), impaired %d",
 		r.Pub.Rate, r.Pub.RateStd, r.Pub.Errors, r.Pub.Blocked, fmtMs(r.Crit.P50), fmtMs(r.Crit.P95), fmtMs(r.Crit.P99),
 		r.CritDelivery.Unique, r.CritDelivery.Published, r.ImpDelivery.Unique)
+}
+
+// loadAvg1 is the host's 1-minute load average (the first field of /proc/loadavg), NaN
+// when it cannot be read.
+func loadAvg1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return math.NaN()
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return math.NaN()
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+// hostLine describes the host for the summary's header: CPUs, the load averages
+// (/proc/loadavg: 1, 5, 15 min) and the commit of the working tree (git describe), or
+// "unknown" for what cannot be read.
+func hostLine() string {
+	load := "unknown"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(b)); len(f) >= 3 {
+			load = strings.Join(f[:3], " / ")
+		}
+	}
+	commit := "unknown"
+	if out, err := exec.Command("git", "describe", "--always", "--dirty", "--abbrev=12").Output(); err == nil {
+		commit = strings.TrimSpace(string(out))
+	}
+	return fmt.Sprintf("%d CPUs, load average (1 / 5 / 15 min) %s, commit `%s`", runtime.NumCPU(), load, commit)
 }

@@ -64,6 +64,9 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Bag `%s`, topic `%s` replayed at %.0f Hz (looping, header stamps rewritten to the send time). Latency = receive time − header stamp, one host clock. Definitions and deviations from the paper: docs/eval.md.\n\n",
 			gen, profile, cfg.Seed, cfg.Bag, cfg.Topic, cfg.RateHz)
 	}
+	if cfg.hostStart != "" {
+		fmt.Fprintf(w, "Host at the start: %s. At the end: %s.\n\n", cfg.hostStart, hostLine())
+	}
 	if cfg.Cotenant > 0 {
 		fmt.Fprintf(w, "**Busy host**: %d CPU busy loops (separate `sh -c 'while :; do :; done'` processes) ran beside the systems under test during every run and were stopped after it (`--cotenant %d`).\n\n", cfg.Cotenant, cfg.Cotenant)
 	}
@@ -153,6 +156,9 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 		}
 		if res.Cotenant > 0 {
 			fmt.Fprintf(w, "; %d CPU busy loops beside it", res.Cotenant)
+		}
+		if res.Load[0] > 0 || res.Load[1] > 0 {
+			fmt.Fprintf(w, "; host load average (1 min) %.2f at the start, %.2f at the end", res.Load[0], res.Load[1])
 		}
 		fmt.Fprintf(w, "\n")
 	}
