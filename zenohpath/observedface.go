@@ -154,9 +154,15 @@ func (h Face) Send(m wire.NetworkMessage, o SendOptions) error {
 }
 
 // ListenObserved is Listen with a FaceObserver told about every session
-// accepted on the endpoint.
+// accepted on the endpoint, except routers: a session whose remote is a
+// router becomes a mesh face (or is refused) as with Listen.
 func (r *Router) ListenObserved(ctx context.Context, endpoint string, obs FaceObserver) (*transport.Listener, error) {
 	accept := func(s *transport.Session) transport.Handler {
+		if s.PeerWhatAmI() == wire.WhatAmIRouter {
+			// A router is no device: a mesh face (or refused), as
+			// Router.accept does; unobserved.
+			return r.accept(s)
+		}
 		// As Router.accept, with the face's link wrapped so that the
 		// gateway may divert what is routed to it.
 		fh := newFaceHandler(r)
