@@ -412,6 +412,18 @@ func (r *Router) meshSource(f *face, x wire.NetExt) wire.ZID {
 	return r.zid
 }
 
+// meshLooped reports whether a message from router face f names us as
+// its source (a NodeId that maps to our zid): what we sourced came back,
+// which happens only when routers disagree on a tree; routing it again
+// would circulate it. Caller holds r.mu (read).
+func (r *Router) meshLooped(f *face, x wire.NetExt) bool {
+	if !f.mesh || !x.HasNodeID || x.NodeID == 0 {
+		return false
+	}
+	z, ok := r.mesh.net.Source(routing.LinkID(f.id), x.NodeID)
+	return ok && z == r.zid
+}
+
 // meshHops returns the router faces a message of kind k on key, sourced by
 // src and received from f, goes to: the next hop of src's tree towards
 // each router with a matching entity (pred filters them), each once, never
@@ -516,4 +528,27 @@ func (r *Router) MeshRouters() []string {
 		out = append(out, z.String())
 	}
 	return out
+}
+
+// MeshNextHop is the router (zenohd's hex zid) that what we source for
+// router dst (zenohd's hex zid) goes to first: the next hop of our own
+// tree towards dst (zenohd's admin key route/successor/src/<us>/dst/<dst>);
+// "" when dst is not reachable or we do not run as a router.
+func (r *Router) MeshNextHop(dst string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.mesh == nil {
+		return ""
+	}
+	for _, z := range r.mesh.net.Routers() {
+		if z.String() != dst {
+			continue
+		}
+		if id, ok := r.mesh.net.NextHop(r.zid, z); ok {
+			if f := r.mesh.faces[id]; f != nil {
+				return f.zid.String()
+			}
+		}
+	}
+	return ""
 }

@@ -584,10 +584,15 @@ func (n *Network) EdgeWeight(z wire.ZID) (float64, bool) {
 // tieFactor is Rust's tie-breaking multiplier of an edge's cost
 // (zenoh-mesh-auth.md §1.6; update_edge in zenoh's network.rs): 1 + 0.01 ×
 // h / (2³²−1), with h the low 32 bits of SipHash-1-3 (keys 0, 0: Rust's
-// DefaultHasher) over the 16 little-endian bytes of the smaller zid (as a
-// u128) then those of the larger. Computing the same costs as the Rust
-// routers makes every router of a mesh pick the same tree among
-// equal-hop paths.
+// DefaultHasher) over the 16 little-endian bytes of the smaller zid then
+// those of the larger. "Smaller" is ZenohIdProto's derived Ord: uhlc's ID
+// is a [u8; 16] of the little-endian bytes, so zids compare byte by byte
+// from the first wire byte (the least significant), not as u128 numbers.
+// Computing the same costs as the Rust routers makes every router of a
+// mesh pick the same tree among equal-hop paths; with the u128 order half
+// of the pairs got another factor, and Go and Rust routers disagreed on
+// trees: data was dropped (a Rust router not on its own tree's path) or
+// looped (a Go router sent it back up its tree).
 func tieFactor(a, b wire.ZID) float64 {
 	la, lb := zid16(a), zid16(b)
 	if zidLess(lb, la) {
@@ -600,21 +605,17 @@ func tieFactor(a, b wire.ZID) float64 {
 	return 1 + 0.01*(float64(h)/float64(^uint32(0)))
 }
 
-// zid16 is the zid as Rust's u128 to_le_bytes (wire bytes, zero-padded).
+// zid16 is the zid as Rust's to_le_bytes (wire bytes, zero-padded).
 func zid16(z wire.ZID) [16]byte {
 	var b [16]byte
 	copy(b[:], z.Bytes())
 	return b
 }
 
-// zidLess compares two little-endian u128 values.
+// zidLess is ZenohIdProto's Ord: the 16 little-endian bytes compared
+// lexicographically.
 func zidLess(a, b [16]byte) bool {
-	for i := 15; i >= 0; i-- {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return false
+	return bytes.Compare(a[:], b[:]) < 0
 }
 
 // sip13 is SipHash-1-3 with the all-zero key (Rust's std DefaultHasher,
