@@ -1,7 +1,10 @@
 package zenohpath
 
 import (
+	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
 	"github.com/picobridge/picobridge/zenohpath/routing"
@@ -102,10 +105,33 @@ func (r *Router) addMeshFace(l link, zid wire.ZID) (*face, bool) {
 	return f, true
 }
 
+// describeStates formats link-state entries for the debug log:
+// psid:zid(short)/sn→[links as psids].
+func describeStates(list []routing.LinkState) string {
+	var b strings.Builder
+	for i, s := range list {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		z := "?"
+		if s.HasZID {
+			z = s.ZID.String()
+			if len(z) > 4 {
+				z = z[:4]
+			}
+		}
+		fmt.Fprintf(&b, "%d:%s/%d→%v", s.PSID, z, s.SN, s.Links)
+	}
+	return b.String()
+}
+
 // meshSend sends link-state lists. Caller holds r.mu.
 func (r *Router) meshSend(out routing.Out) {
 	for id, list := range out {
 		if g := r.mesh.faces[id]; g != nil && !g.closed && len(list) > 0 {
+			if g.log.Enabled(r.ctx, slog.LevelDebug) {
+				g.log.Debug("link-state sent", "states", describeStates(list))
+			}
 			g.send(routing.NewLinkStateOAM(list), controlOptions, kindOAMLabel)
 		}
 	}
@@ -175,6 +201,9 @@ func (r *Router) meshHandleOAM(f *face, o *wire.NetworkOAM) {
 	defer r.mu.Unlock()
 	if f.closed {
 		return
+	}
+	if f.log.Enabled(r.ctx, slog.LevelDebug) {
+		f.log.Debug("link-state received", "states", describeStates(list))
 	}
 	m := r.mesh
 	out, gone, changed := m.net.HandleLinkStates(routing.LinkID(f.id), list)

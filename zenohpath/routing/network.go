@@ -320,8 +320,17 @@ func (n *Network) neighbours(i int) []int {
 	return out
 }
 
-// prune removes the nodes not reachable from the local node over edges
-// (§1.5 step 4) and returns their zids.
+// prune removes the nodes not reachable from the local node over claimed
+// links (§1.5 step 4) and returns their zids. Reachability follows what
+// each node claims, not confirmed edges, as Rust's remove_detached_nodes
+// does (a DFS over the nodes' links): a node that a reachable node claims
+// stays, even before its own state confirms the edge. Pruning it (as we
+// once did, over confirmed edges) dropped it from the links of the
+// claiming node's state that we relayed next, with that node's sn; the
+// receiver then kept the truncated state and ignored the full one (same
+// sn), and lacked the edge for good: in a square of two gateways and two
+// Rust routers one Rust router routed along another tree than the others,
+// so data was duplicated, looped or, from the other side, never arrived.
 func (n *Network) prune() []wire.ZID {
 	seen := make([]bool, len(n.nodes))
 	seen[0] = true
@@ -329,8 +338,9 @@ func (n *Network) prune() []wire.ZID {
 	for len(stack) > 0 {
 		i := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, j := range n.neighbours(i) {
-			if !seen[j] {
+		for _, z := range n.nodes[i].links {
+			j, ok := n.idx[z]
+			if ok && !seen[j] {
 				seen[j] = true
 				stack = append(stack, j)
 			}

@@ -215,3 +215,47 @@ func TestTieFactorMatchesRust(t *testing.T) {
 		require.Equal(t, tieFactor(a, b), tieFactor(b, a))
 	}
 }
+
+// TestRelayKeepsClaimsOfNewNodes: router Ra tells B (first, with zid) of
+// a new router A it just linked to, whose own state B has not seen yet (sn
+// 0, no links), and its own new state claiming B and A (the order and
+// content zenohd sends, seen in the square federation test). B relays
+// Ra's state to Rb with both claims: A stays in B's graph while a node B
+// reaches claims it. (B once pruned A as unreachable over confirmed edges
+// and relayed Ra's sn 3 with B alone; Rb kept that and ignored the full
+// state, same sn, so it never had the edge A–Ra.)
+func TestRelayKeepsClaimsOfNewNodes(t *testing.T) {
+	b, ra, rb, a := z(0x11), z(0x22), z(0x33), z(0x44)
+	n := NewNetwork(b, nil)
+	n.AddLink(1, rb, wire.WhatAmIRouter)
+	n.AddLink(2, ra, wire.WhatAmIRouter)
+	for id, z := range map[LinkID]wire.ZID{1: rb, 2: ra} {
+		n.HandleLinkStates(id, []LinkState{
+			{PSID: 0, SN: 2, HasZID: true, ZID: z, HasWhatAmI: true, WhatAmI: wire.WhatAmIRouter, Links: []uint64{1}},
+			{PSID: 1, SN: 0, HasZID: true, ZID: b, HasWhatAmI: true, WhatAmI: wire.WhatAmIRouter, Links: []uint64{}},
+		})
+	}
+	require.Len(t, n.Routers(), 2)
+	out, gone, changed := n.HandleLinkStates(2, []LinkState{
+		{PSID: 3, SN: 0, HasZID: true, ZID: a, HasWhatAmI: true, WhatAmI: wire.WhatAmIRouter, Links: []uint64{}},
+		{PSID: 0, SN: 3, Links: []uint64{1, 3}},
+	})
+	require.True(t, changed)
+	require.Empty(t, gone)
+	ai, ok := n.Index(a)
+	require.True(t, ok, "A stays: Ra claims it")
+	rai, _ := n.Index(ra)
+	var relayed *LinkState
+	mapped := map[uint64]wire.ZID{}
+	for i, s := range out[1] {
+		mapped[s.PSID] = s.ZID
+		if s.PSID == uint64(rai) {
+			relayed = &out[1][i]
+		}
+	}
+	require.NotNil(t, relayed, "Ra's new state goes to Rb")
+	require.Equal(t, uint64(3), relayed.SN)
+	require.ElementsMatch(t, []uint64{0, uint64(ai)}, relayed.Links, "with both claims")
+	require.Equal(t, a, mapped[uint64(ai)], "and A's psid mapped in the same list")
+	require.NotContains(t, n.Routers(), a, "A is not routable before its own state confirms the edge")
+}
