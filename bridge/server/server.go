@@ -102,6 +102,7 @@ type Server struct {
 	stats     *serverMetrics
 	svcStats  *svcMetrics
 	graph     *graph // rmw_zenoh liveliness tokens (graph.go); nil: plain key style
+	admin     *zenohpath.AdminSpace
 	histStats *historyMetrics
 
 	closeOnce sync.Once
@@ -221,6 +222,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.devs = newDevices(s)
+	if s.admin, err = s.serveAdmin(); err != nil { // @/<zid>/router and @/<zid>/picobridge (admin.go)
+		return nil, err
+	}
 
 	var shown []string // as configured, with the port a ":0" got
 	if cfg.Zenoh.Mode == bridge.ModeClient {
@@ -296,6 +300,9 @@ func (s *Server) Close() error {
 		}
 		if s.probes != nil {
 			_ = s.probes.Close()
+		}
+		if s.admin != nil {
+			_ = s.admin.Close()
 		}
 		if s.router != nil {
 			_ = s.router.Close()
