@@ -389,7 +389,8 @@ func devToDDS(t *testing.T, ctx context.Context, a *server.Server, rd *ddspath.R
 	for done := false; !done; {
 		select {
 		case smp := <-rd.C():
-			require.True(t, bytes.Contains(smp.CDR, []byte(name)), "%s: a sample from another device: %x", name, smp.CDR)
+			// frame_id = the device name, NUL-terminated (not the primer's "<name>-primer")
+			require.True(t, bytes.Contains(smp.CDR, append([]byte(name), 0)), "%s: a sample from another device: %x", name, smp.CDR)
 			st := string(smp.CDR[4:12]) // std_msgs/Header stamp after the encapsulation
 			require.False(t, stamps[st], "%s: the same sample twice", name)
 			stamps[st] = true
