@@ -107,7 +107,7 @@ func TestE2EFederationFailover(t *testing.T) {
 	}
 	interop.FindPython(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel) // after every other cleanup: the servers and sessions use ctx
+	t.Cleanup(cancel)      // after every other cleanup: the servers and sessions use ctx
 	dA := 1 + rand.IntN(9) // 1..19 (docs/dds.md: other packages' tests use 20..219)
 	dB := dA + 10
 	var logs interop.SyncBuffer
