@@ -57,6 +57,11 @@ type ZenohConfig struct {
 	ID      string   `yaml:"id"`      // hex zid, 1..16 bytes; empty: random
 	Listen  []string `yaml:"listen"`  // endpoints <proto>/<address>
 	Connect []string `yaml:"connect"` // upstream endpoints
+	// ConnectAs is the role the gateway dials Connect in: client (the
+	// upstream's client, the default) or router (zenohd's way in router
+	// mode: a router↔router link with link-state, so the gateway joins a
+	// zenohd mesh; docs/router.md). Router needs mode router.
+	ConnectAs ConnectAs `yaml:"connect_as"`
 	// Scouting answers SCOUTs (zenohd's scouting keys; off unless set,
 	// multicast only on the interfaces named): docs/router.md.
 	Scouting zenohpath.ScoutingConfig `yaml:"scouting"`
@@ -319,6 +324,19 @@ const (
 
 func (Mode) allowed() []string { return []string{"router", "peer", "client"} }
 
+// ConnectAs is the role of the gateway's upstream sessions (zenoh.connect_as).
+type ConnectAs string
+
+const (
+	// ConnectAsClient: the gateway is its upstream router's client.
+	ConnectAsClient ConnectAs = "client"
+	// ConnectAsRouter: a router↔router link (link-state, sourced
+	// declarations, zenoh-mesh-auth.md §2), as zenohd dials in router mode.
+	ConnectAsRouter ConnectAs = "router"
+)
+
+func (ConnectAs) allowed() []string { return []string{"client", "router"} }
+
 // KeyStyle is how a ROS topic name becomes a Zenoh key expression.
 type KeyStyle string
 
@@ -462,6 +480,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Zenoh.Mode == ModeClient && len(c.Zenoh.Connect) == 0 {
 		at("zenoh.connect", "client mode needs at least one endpoint")
+	}
+	if c.Zenoh.ConnectAs == ConnectAsRouter && c.Zenoh.Mode != ModeRouter {
+		at("zenoh.connect_as", "router needs zenoh.mode router (got mode %q; allowed here: client)", c.Zenoh.Mode)
 	}
 	if c.DDS.Domain < 0 || c.DDS.Domain > 232 {
 		at("dds.domain", "must be in 0..232 (got %d)", c.DDS.Domain)

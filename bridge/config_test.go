@@ -153,7 +153,7 @@ func TestConfigSyntaxAndTypeErrors(t *testing.T) {
 
 	_, err = bridge.ParseConfig("pb.yaml", []byte("zenoh: router\nroutes:\n  auto_bridge: yes please\ndds:\n  domain: 1.5\n"))
 	require.Error(t, err)
-	require.Equal(t, `pb.yaml:1:8: zenoh: want a mapping with keys connect, id, listen, mode, scouting (got "router")
+	require.Equal(t, `pb.yaml:1:8: zenoh: want a mapping with keys connect, connect_as, id, listen, mode, scouting (got "router")
 pb.yaml:3:16: routes.auto_bridge: want true or false (got "yes please")
 pb.yaml:5:11: dds.domain: want an integer (got "1.5")`, err.Error())
 
@@ -184,7 +184,7 @@ func TestConfigOverride(t *testing.T) {
 
 	err := c.Override("zenoh.lisen", "[]")
 	require.ErrorIs(t, err, knobs.ErrUnknownKey)
-	require.Contains(t, err.Error(), "allowed: connect, id, listen, mode")
+	require.Contains(t, err.Error(), "allowed: connect, connect_as, id, listen, mode")
 	require.ErrorIs(t, c.Override("zenoh.mode", "bridge"), knobs.ErrBadValue)
 
 	// a flag-set value has no position: the message names the key only
@@ -213,4 +213,25 @@ func FuzzParseConfig(f *testing.F) {
 			require.NoError(t, c.Validate())
 		}
 	})
+}
+
+// zenoh.connect_as: client (default) or router; a bad value and router
+// outside router mode name the file, the key and the allowed values.
+func TestConfigConnectAs(t *testing.T) {
+	c := bridge.DefaultConfig()
+	require.Equal(t, bridge.ConnectAsClient, c.Zenoh.ConnectAs)
+	c, err := bridge.ParseConfig("pb.yaml", []byte("zenoh:\n  connect: [tcp/127.0.0.1:7447]\n  connect_as: router\n"))
+	require.NoError(t, err)
+	require.Equal(t, bridge.ConnectAsRouter, c.Zenoh.ConnectAs)
+
+	_, err = bridge.ParseConfig("pb.yaml", []byte("zenoh:\n  connect_as: peer\n"))
+	require.EqualError(t, err, `pb.yaml:2:15: zenoh.connect_as: unknown value "peer" (allowed: client, router)`)
+	require.ErrorIs(t, err, knobs.ErrBadValue)
+
+	_, err = bridge.ParseConfig("pb.yaml", []byte("zenoh:\n  mode: peer\n  connect_as: router\n"))
+	require.EqualError(t, err, `pb.yaml:3:15: zenoh.connect_as: router needs zenoh.mode router (got mode "peer"; allowed here: client)`)
+	require.ErrorIs(t, err, knobs.ErrRange)
+
+	c = bridge.DefaultConfig()
+	require.EqualError(t, c.OverrideFrom("--connect-as", "zenoh.connect_as", "bridge"), `--connect-as: zenoh.connect_as: unknown value "bridge" (allowed: client, router)`)
 }

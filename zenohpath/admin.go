@@ -2,7 +2,9 @@ package zenohpath
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
 	"github.com/picobridge/picobridge/zenohpath/wire"
@@ -15,7 +17,10 @@ import (
 //	@/<zid>/router                    application/json: the node summary
 //	@/<zid>/router/linkstate/north    text/plain: the router graph in Graphviz dot
 //
-// so that a get on @/** from any client of the mesh sees the gateway.
+// so that a get on @/** from any client of the mesh sees the gateway; and
+// the sections of AdminConfig.Sections (the gateway's devices and routes
+// under @/<zid>/picobridge, as zenoh-bridge-ros2dds serves its bridged
+// entities under @/<zid>/ros2), one queryable each.
 
 // Predefined encoding ids of the replies (zenoh-wire.md §1.5).
 const (
@@ -30,6 +35,20 @@ type AdminConfig struct {
 	// Metadata is reported as "metadata" (zenohd: the config's metadata
 	// object); nil = null.
 	Metadata any
+	// Sections are more parts of the admin space, each under
+	// @/<zid>/<Prefix>.
+	Sections []AdminSection
+}
+
+// AdminSection is a part of the admin space that a user of the router
+// (the gateway) provides: Entries, called for each query that intersects
+// @/<zid>/<Prefix>/**, returns the entries at that moment, keyed by their
+// path below @/<zid>/<Prefix> ("" = the prefix itself, "devices/dev1");
+// each one whose full key intersects the query is answered as JSON
+// (encoding application/json; a value that does not marshal is skipped).
+type AdminSection struct {
+	Prefix  string
+	Entries func() map[string]any
 }
 
 // AdminSpace is a running admin space (ServeAdminSpace); Close stops it.
@@ -61,7 +80,40 @@ func (r *Router) ServeAdminSpace(cfg AdminConfig) (*AdminSpace, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	for _, sec := range cfg.Sections {
+		base := "@/" + r.zid.String() + "/" + sec.Prefix
+		_, err = s.DeclareQueryable(base+"/**", func(q *Query) { answerSection(q, base, sec.Entries) }, nil)
+		if err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("zenohpath: admin section %q: %w", sec.Prefix, err)
+		}
+	}
 	return &AdminSpace{s: s}, nil
+}
+
+// answerSection replies with the entries of a section that the query's key
+// expression intersects, in key order.
+func answerSection(q *Query, base string, entries func() map[string]any) {
+	es := entries()
+	keys := make([]string, 0, len(es))
+	for k := range es {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		full := base
+		if k != "" {
+			full += "/" + k
+		}
+		if c, err := keyexpr.Canonize(full); err != nil || c != full || strings.ContainsAny(full, "*$") || !keyexpr.Intersects(q.KeyExpr(), full) {
+			continue // a name that is no key chunk ("a/*", "") is not served
+		}
+		b, err := json.Marshal(es[k])
+		if err != nil {
+			continue
+		}
+		_ = q.Reply(full, b, &ReplyOptions{Encoding: &Encoding{ID: encodingJSON}})
+	}
 }
 
 func (r *Router) answerAdmin(q *Query, root string, cfg AdminConfig) {

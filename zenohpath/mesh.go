@@ -1,7 +1,10 @@
 package zenohpath
 
 import (
+	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
 	"github.com/picobridge/picobridge/zenohpath/routing"
@@ -102,10 +105,33 @@ func (r *Router) addMeshFace(l link, zid wire.ZID) (*face, bool) {
 	return f, true
 }
 
+// describeStates formats link-state entries for the debug log:
+// psid:zid(short)/sn→[links as psids].
+func describeStates(list []routing.LinkState) string {
+	var b strings.Builder
+	for i, s := range list {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		z := "?"
+		if s.HasZID {
+			z = s.ZID.String()
+			if len(z) > 4 {
+				z = z[:4]
+			}
+		}
+		fmt.Fprintf(&b, "%d:%s/%d→%v", s.PSID, z, s.SN, s.Links)
+	}
+	return b.String()
+}
+
 // meshSend sends link-state lists. Caller holds r.mu.
 func (r *Router) meshSend(out routing.Out) {
 	for id, list := range out {
 		if g := r.mesh.faces[id]; g != nil && !g.closed && len(list) > 0 {
+			if g.log.Enabled(r.ctx, slog.LevelDebug) {
+				g.log.Debug("link-state sent", "states", describeStates(list))
+			}
 			g.send(routing.NewLinkStateOAM(list), controlOptions, kindOAMLabel)
 		}
 	}
@@ -175,6 +201,9 @@ func (r *Router) meshHandleOAM(f *face, o *wire.NetworkOAM) {
 	defer r.mu.Unlock()
 	if f.closed {
 		return
+	}
+	if f.log.Enabled(r.ctx, slog.LevelDebug) {
+		f.log.Debug("link-state received", "states", describeStates(list))
 	}
 	m := r.mesh
 	out, gone, changed := m.net.HandleLinkStates(routing.LinkID(f.id), list)
@@ -412,6 +441,18 @@ func (r *Router) meshSource(f *face, x wire.NetExt) wire.ZID {
 	return r.zid
 }
 
+// meshLooped reports whether a message from router face f names us as
+// its source (a NodeId that maps to our zid): what we sourced came back,
+// which happens only when routers disagree on a tree; routing it again
+// would circulate it. Caller holds r.mu (read).
+func (r *Router) meshLooped(f *face, x wire.NetExt) bool {
+	if !f.mesh || !x.HasNodeID || x.NodeID == 0 {
+		return false
+	}
+	z, ok := r.mesh.net.Source(routing.LinkID(f.id), x.NodeID)
+	return ok && z == r.zid
+}
+
 // meshHops returns the router faces a message of kind k on key, sourced by
 // src and received from f, goes to: the next hop of src's tree towards
 // each router with a matching entity (pred filters them), each once, never
@@ -516,4 +557,27 @@ func (r *Router) MeshRouters() []string {
 		out = append(out, z.String())
 	}
 	return out
+}
+
+// MeshNextHop is the router (zenohd's hex zid) that what we source for
+// router dst (zenohd's hex zid) goes to first: the next hop of our own
+// tree towards dst (zenohd's admin key route/successor/src/<us>/dst/<dst>);
+// "" when dst is not reachable or we do not run as a router.
+func (r *Router) MeshNextHop(dst string) string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.mesh == nil {
+		return ""
+	}
+	for _, z := range r.mesh.net.Routers() {
+		if z.String() != dst {
+			continue
+		}
+		if id, ok := r.mesh.net.NextHop(r.zid, z); ok {
+			if f := r.mesh.faces[id]; f != nil {
+				return f.zid.String()
+			}
+		}
+	}
+	return ""
 }

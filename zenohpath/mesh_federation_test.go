@@ -19,26 +19,6 @@ import (
 // Rust routers keep theirs (10 s).
 const fedLease = 10 * time.Second
 
-// nextHopZID is the router a PUSH from r's own clients to router dst goes
-// to first.
-func nextHopZID(r *Router, dst string) string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for _, z := range r.mesh.net.Routers() {
-		if z.String() != dst {
-			continue
-		}
-		id, ok := r.mesh.net.NextHop(r.zid, z)
-		if !ok {
-			return ""
-		}
-		if f := r.mesh.faces[id]; f != nil {
-			return f.zid.String()
-		}
-	}
-	return ""
-}
-
 // TestInteropMeshFederationFailover: two picobridge routers A and B and
 // two real Rust routers R1 and R2, each Rust router dialling both Go ones
 // (a square, two equal-hop paths A–R1–B and A–R2–B). A publisher on A
@@ -125,7 +105,7 @@ func TestInteropMeshFederationFailover(t *testing.T) {
 	// path from A to B (its admin space's route successor): with Rust's
 	// order of zids in the edge costs' tie-break wrong, one run in three
 	// picked another tree than the Rust routers and no sample crossed.
-	first := nextHopZID(a, b.ZID().String())
+	first := a.MeshNextHop(b.ZID().String())
 	require.Contains(t, procs, first, "A's next hop to B is a Rust router")
 	succ := "@/" + first + "/router/route/successor/src/" + a.ZID().String() + "/dst/" + b.ZID().String()
 	get := interop.Start(t, "get", succ, "--connect", rustEPs[slices.Index(rustZIDs, first)])
@@ -169,7 +149,7 @@ func TestInteropMeshFederationFailover(t *testing.T) {
 	require.True(t, slices.IsSorted(got))
 
 	// Kill the Rust router on the path in use.
-	hop := nextHopZID(a, b.ZID().String())
+	hop := a.MeshNextHop(b.ZID().String())
 	require.Contains(t, procs, hop, "A reaches B through a Rust router")
 	t.Logf("path A → %s → B; killing %s", hop, hop)
 	killed := time.Now()

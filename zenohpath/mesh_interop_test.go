@@ -2,6 +2,7 @@ package zenohpath_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/picobridge/picobridge/internal/interop"
 	"github.com/picobridge/picobridge/zenohpath"
+	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
 // startMeshRouter runs a Go router (picobridge router) listening on
@@ -182,4 +184,96 @@ func TestInteropMeshAdminSpace(t *testing.T) {
 	require.Contains(t, dot, r.ZID().String())
 	require.Contains(t, dot, zid)
 	require.Equal(t, 1, strings.Count(dot, " -- "), dot)
+}
+
+// parseDot reads a link-state graph in Graphviz dot (zenohd's and ours):
+// the cost of each edge, keyed by its two zids in sorted order.
+func parseDot(t *testing.T, dot string) map[[2]string]float64 {
+	t.Helper()
+	labels := map[string]string{}
+	edges := map[[2]string]float64{}
+	for _, line := range strings.Split(dot, "\n") {
+		line = strings.TrimSpace(line)
+		i := strings.Index(line, `[ label = "`)
+		if i < 0 {
+			continue
+		}
+		val := strings.TrimSuffix(line[i+len(`[ label = "`):], `" ]`)
+		head := strings.TrimSpace(line[:i])
+		a, b, isEdge := strings.Cut(head, " -- ")
+		if !isEdge {
+			labels[head] = val
+			continue
+		}
+		w, err := strconv.ParseFloat(val, 64)
+		require.NoError(t, err, "edge label %q", val)
+		k := [2]string{labels[a], labels[strings.TrimSpace(b)]}
+		if k[1] < k[0] {
+			k[0], k[1] = k[1], k[0]
+		}
+		edges[k] = w
+	}
+	return edges
+}
+
+// TestInteropMeshEdgeCostsMatchRust: our edge costs (with Rust's
+// tie-breaking factor) are the ones the Rust routers compute for the same
+// edges, as their admin space shows them. Fixed zids whose order as
+// little-endian byte strings (ZenohIdProto's Ord) differs from their order
+// as u128 numbers, the case the factor once got wrong: then Go and Rust
+// routers chose different paths among equal-hop ones, and data was dropped
+// or looped.
+func TestInteropMeshEdgeCostsMatchRust(t *testing.T) {
+	skipShort(t)
+	interop.FindPython(t)
+	goZID, err := parseHexZID("aa000000000000000000000000000001")
+	require.NoError(t, err)
+	r := zenohpath.NewRouter(zenohpath.RouterConfig{ZID: goZID})
+	t.Cleanup(func() { _ = r.Close() })
+	ln, err := r.Listen(context.Background(), "tcp/127.0.0.1:0")
+	require.NoError(t, err)
+	adm, err := r.ServeAdminSpace(zenohpath.AdminConfig{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = adm.Close() })
+	rust := []string{"a5", "1234567890abcdef1122334455667788"}
+	for _, id := range rust {
+		interop.StartReady(t, "router", "--mode", "router", "--listen", interop.FreeEndpoint(t), "--connect", ln.Endpoint(), "--cfg", `id="`+id+`"`, "--cfg", "adminspace/enabled=true")
+	}
+	eventually(t, "both Rust routers in the graph", 20*time.Second, func() bool { return len(r.MeshRouters()) == 2 })
+	s, err := zenohpath.Open(context.Background(), zenohpath.Config{Router: r})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	dot := func(zid string) map[[2]string]float64 {
+		var edges map[[2]string]float64
+		eventually(t, "the link-state graph of "+zid, 20*time.Second, func() bool {
+			ch, err := s.Get("@/"+zid+"/router/linkstate/north", nil)
+			require.NoError(t, err)
+			for rep := range ch {
+				if smp, ok := rep.Ok(); ok {
+					edges = parseDot(t, string(smp.Payload()))
+				}
+			}
+			return len(edges) == 2
+		})
+		return edges
+	}
+	ours := dot(goZID.String())
+	for _, id := range rust {
+		theirs := dot(id)
+		for k, w := range theirs {
+			require.Contains(t, ours, k)
+			require.InDelta(t, w, ours[k], 1e-9, "edge %s–%s: Rust %v, ours %v", k[0], k[1], w, ours[k])
+		}
+		t.Logf("%s: %v", id, theirs)
+	}
+}
+
+// parseHexZID parses a zid as zenohd prints it (the u128 in hex).
+func parseHexZID(s string) (wire.ZID, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return wire.ZID{}, err
+	}
+	slices.Reverse(b)
+	return wire.MustZID(b), nil
 }

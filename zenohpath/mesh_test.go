@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/zenohpath/routing"
@@ -141,4 +142,48 @@ func TestMeshRelayNodeIDs(t *testing.T) {
 	require.True(t, p.HasNodeID)
 	require.Equal(t, ri, p.NodeID)
 	require.Empty(t, rl.take())
+}
+
+// TestMeshLoopDropped: a PUSH or REQUEST from a router face whose NodeId
+// names us (R's psid 1 is us) is what we sourced coming back; it is
+// dropped (counted "loop", the REQUEST answered with RESPONSE_FINAL), not
+// routed again to S's subscriber, which would circulate it when routers
+// disagree on a tree.
+func TestMeshLoopDropped(t *testing.T) {
+	r, m := newTestRouter(t)
+	rz, sz := RandomZID(), RandomZID()
+	rl, sl := &fakeLink{}, &fakeLink{}
+	rf, ok := r.addMeshFace(rl, rz)
+	require.True(t, ok)
+	sf, ok := r.addMeshFace(sl, sz)
+	require.True(t, ok)
+	for _, x := range []struct {
+		f *face
+		z wire.ZID
+	}{{rf, rz}, {sf, sz}} {
+		r.handle(x.f, routing.NewLinkStateOAM([]routing.LinkState{
+			{PSID: 0, SN: 1, HasZID: true, ZID: x.z, HasWhatAmI: true, Links: []uint64{1}},
+			{PSID: 1, SN: 0, HasZID: true, ZID: r.ZID(), HasWhatAmI: true, Links: []uint64{}},
+		}))
+	}
+	require.Len(t, r.MeshRouters(), 2)
+	r.handle(sf, declSub(0, "k/**"))
+	r.handle(sf, &wire.Declare{Body: &wire.DeclareQueryable{ID: 0, WireExpr: wireKey("k/**")}})
+	rl.waitN(t, 2, time.Second)
+	rl.take()
+	sl.take()
+
+	looped := push("k/1", "v")
+	looped.HasNodeID, looped.NodeID = true, 1
+	r.handle(rf, looped)
+	req := &wire.Request{ID: 7, WireExpr: wireKey("k/1"), Body: &wire.Query{}}
+	req.HasNodeID, req.NodeID = true, 1
+	r.handle(rf, req)
+	got := rl.waitN(t, 1, time.Second)
+	require.Equal(t, &wire.ResponseFinal{ID: 7}, got[0])
+	require.Equal(t, 2.0, testutil.ToFloat64(m.dropped.WithLabelValues(dropLoop)))
+
+	r.handle(rf, push("k/2", "v")) // sourced by R: routed
+	p := sl.waitN(t, 1, time.Second)[0].(*wire.Push)
+	require.Equal(t, "k/2", p.WireExpr.Suffix, "only the PUSH sourced by R reached S")
 }

@@ -61,6 +61,10 @@ const (
 	// dropUnknownRouter: a router declaration whose NodeId names no router
 	// of the link's link-state (mesh.go).
 	dropUnknownRouter = "unknown_router"
+	// dropLoop: a PUSH or REQUEST from a router whose NodeId names us as
+	// its source: it came back to us (routers that disagree on a tree
+	// would otherwise circulate it; mesh.go).
+	dropLoop = "loop"
 )
 
 // Label values of the bounded label sets, pre-initialised to 0 so that a
@@ -68,7 +72,7 @@ const (
 var (
 	routedKinds = []string{"push", "request", "response", "response_final", kindDeclareLabel, kindInterestLabel, kindOAMLabel}
 	dropReasons = []string{dropUnresolved, dropInvalidKey, dropNoRoute, dropSendFailed, dropQueueFull,
-		dropCongestion, dropClosed, dropLateResponse, dropQueryTimeout, dropTooLarge, dropUnknownRouter}
+		dropCongestion, dropClosed, dropLateResponse, dropQueryTimeout, dropTooLarge, dropUnknownRouter, dropLoop}
 )
 
 // NewMetrics creates the router collectors and registers them on reg (nil: not

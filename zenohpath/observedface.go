@@ -154,9 +154,15 @@ func (h Face) Send(m wire.NetworkMessage, o SendOptions) error {
 }
 
 // ListenObserved is Listen with a FaceObserver told about every session
-// accepted on the endpoint.
+// accepted on the endpoint, except routers: a session whose remote is a
+// router becomes a mesh face (or is refused) as with Listen.
 func (r *Router) ListenObserved(ctx context.Context, endpoint string, obs FaceObserver) (*transport.Listener, error) {
 	accept := func(s *transport.Session) transport.Handler {
+		if s.PeerWhatAmI() == wire.WhatAmIRouter {
+			// A router is no device: a mesh face (or refused), as
+			// Router.accept does; unobserved.
+			return r.accept(s)
+		}
 		// As Router.accept, with the face's link wrapped so that the
 		// gateway may divert what is routed to it.
 		fh := newFaceHandler(r)
@@ -198,7 +204,8 @@ func (h *observedHandler) HandleClose(s *transport.Session, err error) {
 // PublishRemote publishes a sample from the session's face to every other
 // face with an intersecting subscriber for which skip(faceID) is false,
 // without delivering it to the session's own subscribers (Zenoh's
-// Locality::Remote). It returns how many faces it went to.
+// Locality::Remote), and to the routers of the mesh that subscribe. It
+// returns how many faces other than mesh routers it went to.
 func (s *Session) PublishRemote(key string, payload []byte, opts *PutOptions, skip func(faceID uint64) bool) (int, error) {
 	k, err := canonKey(key)
 	if err != nil {
@@ -217,9 +224,14 @@ func (s *Session) PublishRemote(key string, payload []byte, opts *PutOptions, sk
 	if closed {
 		return 0, ErrClosed
 	}
-	targets := r.subTargets(k).targets(from)
+	rt := r.subTargets(k)
 	o := dataOptions(m.EffectiveQoS())
 	o.Reliable = opts.Reliability == ReliabilityReliable
-	n, _ := r.fanout(sm, targets, o, from, skip)
+	n, _ := r.fanout(sm, rt.targets(from), o, from, skip)
+	if rt.mesh {
+		// To the routers of the mesh that subscribe (mesh.go): a gateway
+		// in a zenohd mesh published DDS samples to its own faces only.
+		r.meshPush(from, k, m, o)
+	}
 	return n, nil
 }

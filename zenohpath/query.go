@@ -74,6 +74,12 @@ func (r *Router) handleRequest(f *face, m *wire.Request) {
 		f.send(&wire.ResponseFinal{ID: m.ID}, controlOptions, "response_final")
 		return
 	}
+	if r.meshLooped(f, m.NetExt) {
+		r.mu.Unlock()
+		r.metrics.droppedInc(dropLoop)
+		f.send(&wire.ResponseFinal{ID: m.ID}, controlOptions, "response_final")
+		return
+	}
 	targets, nodeID, hasNodeID := r.meshQueryTargets(r.queryTargets(key, f, m.Target), key, f, m)
 	targets = r.permitTargets(targets, f, aclQuery, key)
 	if len(targets) == 0 {

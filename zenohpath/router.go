@@ -368,6 +368,12 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 		f.log.Debug("push: dropped, bad key", "reason", cause, "wire_expr", m.WireExpr.String())
 		return
 	}
+	if r.meshLooped(f, m.NetExt) {
+		r.mu.RUnlock()
+		r.metrics.droppedInc(dropLoop)
+		f.log.Debug("push: dropped, our own came back (routers disagree on a tree)", "key", key)
+		return
+	}
 	rt := r.subRoutes[key]
 	r.mu.RUnlock()
 	act := pushAction(m)

@@ -102,6 +102,7 @@ type Server struct {
 	stats     *serverMetrics
 	svcStats  *svcMetrics
 	graph     *graph // rmw_zenoh liveliness tokens (graph.go); nil: plain key style
+	admin     *zenohpath.AdminSpace
 	histStats *historyMetrics
 
 	closeOnce sync.Once
@@ -164,6 +165,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		rc.WhatAmI, rc.DialAs = wire.WhatAmIPeer, wire.WhatAmIPeer
 	default:
 		rc.WhatAmI, rc.DialAs = wire.WhatAmIRouter, wire.WhatAmIClient
+		// zenoh.connect_as router: zenoh.connect dials router↔router
+		// links (mesh faces with link-state, zenohpath/mesh.go).
+		rc.DialAsRouter = cfg.Zenoh.ConnectAs == bridge.ConnectAsRouter
 	}
 	if cfg.Zenoh.ID != "" {
 		if rc.ZID, err = ParseZID(cfg.Zenoh.ID); err != nil {
@@ -218,6 +222,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	s.devs = newDevices(s)
+	if s.admin, err = s.serveAdmin(); err != nil { // @/<zid>/router and @/<zid>/picobridge (admin.go)
+		return nil, err
+	}
 
 	var shown []string // as configured, with the port a ":0" got
 	if cfg.Zenoh.Mode == bridge.ModeClient {
@@ -259,9 +266,17 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		s.serveHTTP()
 	}
 	log.Info("picobridge running", "zid", s.router.ZID().String(), "mode", string(cfg.Zenoh.Mode),
-		"listen", strings.Join(shown, ","), "connect", strings.Join(cfg.Zenoh.Connect, ","),
+		"listen", strings.Join(shown, ","), "connect", strings.Join(cfg.Zenoh.Connect, ","), "connect_as", connectAsShown(cfg.Zenoh.ConnectAs),
 		"dds_domain", cfg.DDS.Domain, "key_style", string(cfg.Routes.KeyStyle), "http", s.HTTPAddr())
 	return s, nil
+}
+
+// connectAsShown is zenoh.connect_as for the start log ("" = client).
+func connectAsShown(c bridge.ConnectAs) string {
+	if c == "" {
+		return string(bridge.ConnectAsClient)
+	}
+	return string(c)
 }
 
 // Close stops the gateway: HTTP, DDS, sessions, lanes, router; it waits for
@@ -285,6 +300,9 @@ func (s *Server) Close() error {
 		}
 		if s.probes != nil {
 			_ = s.probes.Close()
+		}
+		if s.admin != nil {
+			_ = s.admin.Close()
 		}
 		if s.router != nil {
 			_ = s.router.Close()

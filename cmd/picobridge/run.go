@@ -29,6 +29,7 @@ type runOptions struct {
 	listen        []string
 	connect       []string
 	mode          string
+	connectAs     string
 	id            string
 	domain        int
 	namespace     string
@@ -90,6 +91,7 @@ SIGINT or SIGTERM stops it.`,
 	f.StringArrayVarP(&o.listen, "listen", "l", nil, "Zenoh endpoint to listen on (repeatable; replaces zenoh.listen): tcp/HOST:PORT, udp/HOST:PORT")
 	f.StringArrayVarP(&o.connect, "connect", "e", nil, "upstream Zenoh router to connect to (repeatable; replaces zenoh.connect)")
 	f.StringVarP(&o.mode, "mode", "m", "", "Zenoh mode: router, peer or client (zenoh.mode)")
+	f.StringVar(&o.connectAs, "connect-as", "", "role for -e: client (the upstream's client) or router (a router↔router link with link-state, zenohd's way; zenoh.connect_as)")
 	f.StringVarP(&o.id, "id", "i", "", "Zenoh id in hex, as zenohd prints it (zenoh.id); default random")
 	f.IntVarP(&o.domain, "domain", "d", 0, "DDS domain id (dds.domain); default $ROS_DOMAIN_ID, else the file's, else 0")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "ROS namespace prefixed to every bridged name (dds.namespace), e.g. /robot1")
@@ -144,6 +146,7 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 		{"listen", "zenoh.listen", o.listen},
 		{"connect", "zenoh.connect", o.connect},
 		{"mode", "zenoh.mode", o.mode},
+		{"connect-as", "zenoh.connect_as", o.connectAs},
 		{"id", "zenoh.id", o.id},
 		{"namespace", "dds.namespace", o.namespace},
 		{"nodename", "dds.nodename", o.nodename},

@@ -60,3 +60,16 @@ func TestRunConfigFlagsOverFile(t *testing.T) {
 	_, err = buildRunConfig(runOptions{config: f2})
 	require.EqualError(t, err, f2+":2:21: transport.max_message_size: must be in 1024..1073741824 bytes (got 0)")
 }
+
+// --connect-as sets zenoh.connect_as; a bad value names the flag, the key
+// and the allowed values, as does router outside router mode.
+func TestRunConnectAsFlag(t *testing.T) {
+	ca := func(n string) bool { return n == "connect-as" }
+	cfg, err := buildRunConfig(runOptions{connectAs: "router", changed: ca})
+	require.NoError(t, err)
+	require.Equal(t, bridge.ConnectAsRouter, cfg.Zenoh.ConnectAs)
+	_, err = buildRunConfig(runOptions{connectAs: "peer", changed: ca})
+	require.EqualError(t, err, `--connect-as: zenoh.connect_as: unknown value "peer" (allowed: client, router)`)
+	_, err = buildRunConfig(runOptions{connectAs: "router", mode: "peer", changed: func(n string) bool { return n == "connect-as" || n == "mode" }})
+	require.ErrorContains(t, err, "zenoh.connect_as: router needs zenoh.mode router")
+}

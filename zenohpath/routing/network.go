@@ -320,8 +320,17 @@ func (n *Network) neighbours(i int) []int {
 	return out
 }
 
-// prune removes the nodes not reachable from the local node over edges
-// (§1.5 step 4) and returns their zids.
+// prune removes the nodes not reachable from the local node over claimed
+// links (§1.5 step 4) and returns their zids. Reachability follows what
+// each node claims, not confirmed edges, as Rust's remove_detached_nodes
+// does (a DFS over the nodes' links): a node that a reachable node claims
+// stays, even before its own state confirms the edge. Pruning it (as we
+// once did, over confirmed edges) dropped it from the links of the
+// claiming node's state that we relayed next, with that node's sn; the
+// receiver then kept the truncated state and ignored the full one (same
+// sn), and lacked the edge for good: in a square of two gateways and two
+// Rust routers one Rust router routed along another tree than the others,
+// so data was duplicated, looped or, from the other side, never arrived.
 func (n *Network) prune() []wire.ZID {
 	seen := make([]bool, len(n.nodes))
 	seen[0] = true
@@ -329,8 +338,9 @@ func (n *Network) prune() []wire.ZID {
 	for len(stack) > 0 {
 		i := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, j := range n.neighbours(i) {
-			if !seen[j] {
+		for _, z := range n.nodes[i].links {
+			j, ok := n.idx[z]
+			if ok && !seen[j] {
 				seen[j] = true
 				stack = append(stack, j)
 			}
@@ -585,12 +595,14 @@ func (n *Network) EdgeWeight(z wire.ZID) (float64, bool) {
 // (zenoh-mesh-auth.md §1.6; update_edge in zenoh's network.rs): 1 + 0.01 ×
 // h / (2³²−1), with h the low 32 bits of SipHash-1-3 (keys 0, 0: Rust's
 // DefaultHasher) over the 16 little-endian bytes of the smaller zid then
-// those of the larger, "smaller" being Rust's order of zids: the 16
-// little-endian bytes compared lexicographically from byte 0 (the wire
-// order), not the value of the u128 (checked against the edge costs Rust
-// 1.10.2 routers print in their admin space). Computing the same costs as the Rust
-// routers makes every router of a mesh pick the same tree among
-// equal-hop paths.
+// those of the larger. "Smaller" is ZenohIdProto's derived Ord: uhlc's ID
+// is a [u8; 16] of the little-endian bytes, so zids compare byte by byte
+// from the first wire byte (the least significant), not as u128 numbers.
+// Computing the same costs as the Rust routers makes every router of a
+// mesh pick the same tree among equal-hop paths; with the u128 order half
+// of the pairs got another factor, and Go and Rust routers disagreed on
+// trees: data was dropped (a Rust router not on its own tree's path) or
+// looped (a Go router sent it back up its tree).
 func tieFactor(a, b wire.ZID) float64 {
 	la, lb := zid16(a), zid16(b)
 	if zidLess(lb, la) {
@@ -603,15 +615,15 @@ func tieFactor(a, b wire.ZID) float64 {
 	return 1 + 0.01*(float64(h)/float64(^uint32(0)))
 }
 
-// zid16 is the zid as Rust's u128 to_le_bytes (wire bytes, zero-padded).
+// zid16 is the zid as Rust's to_le_bytes (wire bytes, zero-padded).
 func zid16(z wire.ZID) [16]byte {
 	var b [16]byte
 	copy(b[:], z.Bytes())
 	return b
 }
 
-// zidLess is Rust's order of zids (zenoh 1.10.2): their 16 little-endian
-// bytes compared lexicographically from byte 0.
+// zidLess is ZenohIdProto's Ord: the 16 little-endian bytes compared
+// lexicographically.
 func zidLess(a, b [16]byte) bool {
 	return bytes.Compare(a[:], b[:]) < 0
 }

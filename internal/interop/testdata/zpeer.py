@@ -424,7 +424,7 @@ def act_queryable(session, args, ctl):
     return 0
 
 
-def emit_reply(r):
+def emit_reply(r, limit=256):
     if r.ok is not None:
         s = r.ok
         payload = s.payload.to_bytes()
@@ -438,7 +438,7 @@ def emit_reply(r):
             attachment=text_or_none(zbytes(s.attachment)),
         )
         if seq is None:
-            ev["payload"] = text_or_none(payload)
+            ev["payload"] = text_or_none(payload, limit)
     else:
         e = r.err
         payload = e.payload.to_bytes()
@@ -474,7 +474,7 @@ def act_get(session, args, ctl):
     n = 0
     for r in replies:  # ends at RESPONSE_FINAL or the timeout
         n += 1
-        emit_reply(r)
+        emit_reply(r, args.payload_limit)
     emit("done", count=n, elapsed_s=round(time.monotonic() - t0, 4))
     return 0
 
@@ -617,6 +617,8 @@ def build_parser():
     )
     p.add_argument("--payload", metavar="TEXT")
     p.add_argument("--wait-matching", action="store_true", help="use a querier; wait for a queryable first")
+    p.add_argument("--payload-limit", type=int, default=256, metavar="B",
+                   help="report reply payloads up to B bytes as text (JSON of admin space entries)")
 
     p = action("token", "declare a liveliness token until killed (or stdin undeclare)")
     p.add_argument("key")
