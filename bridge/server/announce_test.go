@@ -38,6 +38,7 @@ func startLoggedServer(t *testing.T, yaml string) (*Server, *syncBuf) {
 	t.Helper()
 	cfg, err := bridge.ParseConfig("test.yaml", []byte(yaml))
 	require.NoError(t, err)
+	noDefaultMetrics(cfg, yaml)
 	var logs syncBuf
 	s, err := Start(context.Background(), Options{Config: cfg, DisableDDS: true,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})

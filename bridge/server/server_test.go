@@ -20,10 +20,20 @@ func startTestServer(t *testing.T, yaml string) *Server {
 	t.Helper()
 	cfg, err := bridge.ParseConfig("test.yaml", []byte(yaml))
 	require.NoError(t, err)
+	noDefaultMetrics(cfg, yaml)
 	s, err := Start(context.Background(), Options{Config: cfg, DisableDDS: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// noDefaultMetrics turns the metrics listener off unless the test's YAML
+// sets one: the default 127.0.0.1:9464 may be held by another test or
+// process on the host (a gateway that cannot bind it fails to start).
+func noDefaultMetrics(cfg *bridge.Config, yaml string) {
+	if !strings.Contains(yaml, "metrics:") {
+		cfg.Metrics.Listen = ""
+	}
 }
 
 type recorder struct {

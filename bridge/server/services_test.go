@@ -135,6 +135,7 @@ func startDDSServer(t *testing.T, yaml string) *Server {
 	t.Helper()
 	cfg, err := bridge.ParseConfig("test.yaml", []byte(yaml))
 	require.NoError(t, err)
+	noDefaultMetrics(cfg, yaml)
 	s, err := Start(context.Background(), Options{Config: cfg})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })

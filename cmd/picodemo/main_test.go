@@ -20,7 +20,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"-duration", "1s"}, `picodemo: -duration: a long flag takes two dashes: --duration (see picodemo --help)`},
 		{[]string{"--duration", "0s"}, `picodemo: --duration 0s: must be > 0`},
 		{[]string{"--scan-hz", "0"}, `picodemo: --scan-hz 0: want a rate in (0, 1000] Hz`},
-		{[]string{"--profile", "awful"}, `picodemo: --profile "awful": want one of clean, mild, moderate, strong`},
+		{[]string{"--profile", "awful"}, `picodemo: --profile "awful": want one of clean, mild, moderate, strong, ethernet, wifi, 4g`},
 		{[]string{"--domain", "233"}, `picodemo: --domain 233: want 0..232 (0: random in 220..230)`},
 		{[]string{"--metrics", "127.0.0.1:99999"}, `picodemo: --metrics "127.0.0.1:99999": want HOST:PORT with a port 0 to 65535, or off`},
 		{[]string{"--bag", "/nonexistent/bag"}, `picodemo: --bag /nonexistent/bag: not a bag directory`},
