@@ -291,7 +291,7 @@ func (sv *services) localServer(name string) bool {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	r := sv.servers[name]
-	return r != nil && len(r.readers) > 0
+	return r != nil && realEndpoints(r.readers) > 0 // not an rmw_zenoh client's virtual one (graphin.go)
 }
 
 func (sv *services) keyOf(name, reqType string) string {
