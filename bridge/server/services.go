@@ -58,7 +58,6 @@ const (
 	callVendorUnsupported = "vendor_unsupported" // a Fast DDS client (no related sample identity through Cyclone)
 	callTooLarge          = "too_large"          // larger than the device whose queryable it goes to can receive (its knobs)
 	callSuspended         = "suspended"          // the device's lane is suspended by the supervisor
-	callDenied            = "denied"             // services.allow / services.deny refuse the name for this kind
 )
 
 // Reasons of picobridge_service_replies_dropped_total.
@@ -197,6 +196,15 @@ func (sv *services) handle(e ddspath.Endpoint, name string, kind ros2.TopicKind)
 	}
 	if !sv.b.allowed(name) {
 		sv.mu.Unlock()
+		return
+	}
+	if !sv.cfg.Allowed(serverSide, name) {
+		sv.mu.Unlock()
+		kind := "client"
+		if serverSide {
+			kind = "server"
+		}
+		sv.warnOnce("svc-denied-"+kind+name, "service not bridged (services.allow / services.deny)", "service", name, "side", kind)
 		return
 	}
 	reqType := requestType(e.TypeName)
