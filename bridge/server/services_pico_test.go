@@ -52,6 +52,7 @@ func TestServicePicoGetReachesDDSServer(t *testing.T) {
 	require.Eventually(t, func() bool { return serviceReady(s, name, dirToDDS) }, 20*time.Second, 20*time.Millisecond, "queryable")
 	const runs = 5
 	var took []time.Duration
+	hung := 0
 	for i := range runs {
 		t0 := time.Now()
 		get := picotest.StartExample(t, dir, "z_get", "-k", name[1:], "-e", s.Endpoints()[0])
@@ -60,7 +61,10 @@ func TestServicePicoGetReachesDDSServer(t *testing.T) {
 		require.Equal(t, fmt.Sprintf(">> Received PUT ('%s': '')", name[1:]), line, "run %d: an OK reply (its CDR starts with a 0 byte: printed empty)", i)
 		get.WaitLine("final notification", picoWait)
 		require.NotContains(t, get.Output(), "error")
-		get.Stop() // (z_get's z_drop of its session does not return here: not waited for)
+		if !get.Exited(5 * time.Second) { // not part of the call: logged, counted in hung
+			hung++
+			get.Stop()
+		}
 	}
 	mu.Lock()
 	require.Len(t, reqs, runs)
@@ -70,7 +74,8 @@ func TestServicePicoGetReachesDDSServer(t *testing.T) {
 	mu.Unlock()
 	calls := s.svcStats.calls
 	require.Equal(t, float64(runs), testutil.ToFloat64(calls.WithLabelValues(dirToDDS, callOK)))
-	t.Logf("pico z_get → gateway → DDS server: %d/%d, process start to reply (incl. session open) %s", runs, runs, rttSummary(took))
+	t.Logf("pico z_get → gateway → DDS server: %d/%d, process start to reply (incl. session open) %s; %d of %d z_get did not exit within 5 s after the final (z_drop of the session)",
+		runs, runs, rttSummary(took), hung, runs)
 }
 
 // TestServicePicoQueryableGetsDDSRequest: a DDS client's request reaches
