@@ -158,6 +158,7 @@ func inWhat(prefix string) string {
 
 var durationType = reflect.TypeFor[time.Duration]()
 var patternType = reflect.TypeFor[Pattern]()
+var timeoutType = reflect.TypeFor[Timeout]()
 
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode {
@@ -183,6 +184,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(int64(dur))
+		return
+	case t == timeoutType:
+		d.timeout(n, v, path)
 		return
 	case t == patternType:
 		s, ok := d.scalar(n, path, "a regular expression")
@@ -306,6 +310,39 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	default:
 		panic("bridge: config field of unsupported kind " + t.String())
 	}
+}
+
+// timeout decodes a queries_timeout value: a duration (or seconds) for
+// every name, or a list of "<regex>=<duration>" entries.
+func (d *decoder) timeout(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind == yaml.SequenceNode {
+		var t Timeout
+		for i, e := range n.Content {
+			ep := fmt.Sprintf("%s[%d]", path, i)
+			s, ok := d.scalar(e, ep, `"<regex>=<duration>", e.g. ".*/set_bool=1s"`)
+			if !ok {
+				continue
+			}
+			nt, err := ParseNameTimeout(s)
+			if err != nil {
+				d.problem(e, ep, knobs.ErrBadValue, "%v", err)
+				continue
+			}
+			t.Names = append(t.Names, nt)
+		}
+		v.Set(reflect.ValueOf(t))
+		return
+	}
+	s, ok := d.scalar(n, path, `a duration (1s, or seconds: 1.0) or a list of "<regex>=<duration>"`)
+	if !ok {
+		return
+	}
+	dur, err := parseTimeoutValue(s)
+	if err != nil {
+		d.problem(n, path, knobs.ErrBadValue, "%v, or a list of \"<regex>=<duration>\"", err)
+		return
+	}
+	v.Set(reflect.ValueOf(Timeout{All: dur}))
 }
 
 func isEnum(v reflect.Value) bool { _, ok := v.Interface().(enum); return ok }

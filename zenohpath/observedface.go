@@ -123,6 +123,19 @@ func (h Face) Subscriptions() []string {
 	return out
 }
 
+// Queryables lists the key expressions of the face's queryables, sorted.
+func (h Face) Queryables() []string {
+	r := h.f.r
+	r.mu.Lock()
+	out := make([]string, 0, len(h.f.ents[kindQbl]))
+	for _, e := range h.f.ents[kindQbl] {
+		out = append(out, e.key)
+	}
+	r.mu.Unlock()
+	sort.Strings(out)
+	return out
+}
+
 // SendOptions are the transport options of Face.Send.
 type SendOptions = transport.SendOptions
 

@@ -21,6 +21,8 @@ type ddsBridge struct {
 	s      *Server
 	p      *ddspath.Participant
 	events chan ddspath.Endpoint
+	tokens chan ddspath.Endpoint // virtual endpoints of rmw_zenoh tokens (graphin.go)
+	graph  *zenohpath.Subscriber // the liveliness subscriber feeding tokens
 	wg     sync.WaitGroup
 
 	svc  *services
@@ -60,7 +62,7 @@ func startDDS(ctx context.Context, s *Server, cfg ddspath.Config) (*ddsBridge, e
 	if err != nil {
 		return nil, err
 	}
-	b := &ddsBridge{s: s, p: p, events: make(chan ddspath.Endpoint, 1024),
+	b := &ddsBridge{s: s, p: p, events: make(chan ddspath.Endpoint, 1024), tokens: make(chan ddspath.Endpoint, 1024),
 		out: map[string]*outRoute{}, in: map[string]*inRoute{}}
 	b.svc = newServices(b, ctx.Done())
 	b.done = ctx.Done()
@@ -88,10 +90,21 @@ func startDDS(ctx context.Context, s *Server, cfg ddspath.Config) (*ddsBridge, e
 	}()
 	go func() {
 		defer b.wg.Done()
-		for e := range b.events {
-			b.handle(e)
+		for {
+			select {
+			case e, ok := <-b.events:
+				if !ok {
+					return
+				}
+				b.handle(e)
+			case e := <-b.tokens:
+				b.handle(e)
+			}
 		}
 	}()
+	if b.graph, err = b.watchGraph(b.tokens); err != nil {
+		s.log.Warn("rmw_zenoh graph not watched: device entities get no DDS endpoints", "err", err)
+	}
 	s.log.Info("DDS participant open", "domain", cfg.DomainID, "guid", p.GUID().String())
 	return b, nil
 }
@@ -104,6 +117,9 @@ func (b *ddsBridge) close() {
 		subs = append(subs, r.sub)
 	}
 	b.mu.Unlock()
+	if b.graph != nil {
+		_ = b.graph.Undeclare()
+	}
 	for _, sub := range subs {
 		_ = sub.Undeclare()
 	}

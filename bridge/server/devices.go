@@ -9,6 +9,7 @@ import (
 
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/zenohpath"
+	"github.com/picobridge/picobridge/zenohpath/keyexpr"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -36,6 +37,30 @@ func (d *devices) isDevice(faceID uint64) bool {
 	df := d.byFace[faceID]
 	d.mu.RUnlock()
 	return df != nil && df.dev != nil
+}
+
+// queryableDevices lists the devices with a queryable intersecting key:
+// the devices a get on key reaches (services toward devices obey their
+// lanes' rules, services.go).
+func (d *devices) queryableDevices(key string) []*bridge.Device {
+	d.mu.RLock()
+	faces := make([]*devFace, 0, len(d.byFace))
+	for _, df := range d.byFace {
+		if df.dev != nil {
+			faces = append(faces, df)
+		}
+	}
+	d.mu.RUnlock()
+	var out []*bridge.Device
+	for _, df := range faces {
+		for _, k := range df.face.Queryables() {
+			if keyexpr.Intersects(k, key) {
+				out = append(out, df.dev)
+				break
+			}
+		}
+	}
+	return out
 }
 
 func (d *devices) FaceOpened(f zenohpath.Face) {

@@ -21,8 +21,8 @@ import (
 //     wait_for_service is a lookup of SS tokens by name and type),
 //     SC for a Zenoh queryable bridged to DDS clients.
 //
-// Tokens of other nodes (nano-ros devices) are not acted on yet: they do
-// not create DDS endpoints (docs/services.md, missing).
+// Tokens of other nodes (nano-ros devices, rmw_zenoh nodes) create the
+// matching DDS endpoints (graphin.go).
 
 // graph declares the gateway's rmw_zenoh liveliness tokens; nil when the
 // key style is plain.

@@ -442,6 +442,8 @@ type serverMetrics struct {
 	routes  *prometheus.GaugeVec
 	dropped *prometheus.CounterVec
 	devices prometheus.Gauge
+	// graphTokens counts rmw_zenoh liveliness tokens seen (graphin.go).
+	graphTokens *prometheus.CounterVec
 }
 
 func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
@@ -466,13 +468,20 @@ func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 			Namespace: "picobridge", Subsystem: "router", Name: "device_faces",
 			Help: "Router faces identified as devices (served through the bridge lanes).",
 		}),
+		graphTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "picobridge", Subsystem: "graph", Name: "tokens_total",
+			Help: "rmw_zenoh liveliness token events seen by the gateway, by result (bridged: DDS endpoints made; removed: token gone; own, node: not acted on; malformed, bad_type: refused).",
+		}, []string{"result"}),
 	}
 	for _, d := range []string{dirToZenoh, dirToDDS} {
 		m.samples.WithLabelValues(d)
 		m.errors.WithLabelValues(d)
 		m.routes.WithLabelValues(d)
 	}
-	reg.MustRegister(m.samples, m.errors, m.routes, m.dropped, m.devices)
+	for _, r := range []string{tokenBridged, tokenRemoved, tokenOwn, tokenNode, tokenBad, tokenType} {
+		m.graphTokens.WithLabelValues(r)
+	}
+	reg.MustRegister(m.samples, m.errors, m.routes, m.dropped, m.devices, m.graphTokens)
 	return m
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -55,6 +56,8 @@ const (
 	callTooManyPending    = "too_many_pending"   // services.max_pending calls in flight
 	callWriteError        = "write_error"        // the DDS write failed
 	callVendorUnsupported = "vendor_unsupported" // a Fast DDS client (no related sample identity through Cyclone)
+	callTooLarge          = "too_large"          // larger than the device whose queryable it goes to can receive (its knobs)
+	callSuspended         = "suspended"          // the device's lane is suspended by the supervisor
 )
 
 // Reasons of picobridge_service_replies_dropped_total.
@@ -195,6 +198,15 @@ func (sv *services) handle(e ddspath.Endpoint, name string, kind ros2.TopicKind)
 		sv.mu.Unlock()
 		return
 	}
+	if !sv.cfg.Allowed(serverSide, name) {
+		sv.mu.Unlock()
+		kind := "client"
+		if serverSide {
+			kind = "server"
+		}
+		sv.warnOnce("svc-denied-"+kind+name, "service not bridged (services.allow / services.deny)", "service", name, "side", kind)
+		return
+	}
 	reqType := requestType(e.TypeName)
 	if serverSide {
 		r := sv.servers[name]
@@ -291,7 +303,7 @@ func (sv *services) localServer(name string) bool {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	r := sv.servers[name]
-	return r != nil && len(r.readers) > 0
+	return r != nil && realEndpoints(r.readers) > 0 // not an rmw_zenoh client's virtual one (graphin.go)
 }
 
 func (sv *services) keyOf(name, reqType string) string {
@@ -917,11 +929,16 @@ func (c *svcClient) onRequest(rd *ddspath.Reader, w *ddspath.Writer, key string,
 	}
 	start := smp.ReceivedAt
 	timeout := c.sv.cfg.QueriesTimeout.TimeoutFor(c.name)
-	opts := &zenohpath.GetOptions{Payload: body, Timeout: timeout}
+	opts := &zenohpath.GetOptions{Payload: body, Timeout: timeout, Priority: zenohpath.PriorityData}
 	if c.sv.rmwZenoh() {
 		opts.Target = zenohpath.QueryTargetAllComplete
 		opts.Consolidation = zenohpath.ConsolidationModeNone
 		opts.Attachment = ros2.ZenohAttachment{Seq: c.seq.Add(1), Timestamp: time.Now(), GID: c.gid}.Marshal()
+	}
+	if result := c.admit(key, opts); result != "" {
+		c.inflight.Add(-1)
+		c.count(result)
+		return
 	}
 	replies, err := c.sv.b.s.data.Get(key, opts)
 	if err != nil {
@@ -971,6 +988,46 @@ func (c *svcClient) onRequest(rd *ddspath.Reader, w *ddspath.Writer, key string,
 		}
 		c.count(result)
 	}()
+}
+
+// admit applies the lanes' rules of the devices whose queryables the get
+// on key reaches (bridge.Device.AdmitRequest): the route's criticality picks
+// the lane and so the query's priority (express: real time, batched: data),
+// and a request a device cannot take is refused. It returns "" when the
+// request may go (to at least one device, or to no device at all), else the
+// result to count; the refusal is logged once per service and result.
+func (c *svcClient) admit(key string, opts *zenohpath.GetOptions) string {
+	s := c.sv.b.s
+	devs := s.devs.queryableDevices(key)
+	if len(devs) == 0 {
+		return ""
+	}
+	crit := s.gw.Routes().CriticalityOf(c.name)
+	size := len(opts.Payload) + len(opts.Attachment)
+	result, express := callTooLarge, false
+	var refusal error
+	admitted := 0
+	for _, d := range devs {
+		lane, err := d.AdmitRequest(key, size, crit)
+		switch {
+		case err == nil:
+			admitted++
+			express = express || lane == bridge.LaneExpress
+		case errors.Is(err, bridge.ErrRequestSuspended):
+			result, refusal = callSuspended, err
+		default:
+			refusal = err
+		}
+	}
+	if admitted == 0 {
+		c.sv.warnOnce("svc-admit"+result+c.name, "DDS service request not sent to the device (counted; a ROS client gets no error, it times out)",
+			"service", c.name, "key", key, "result", result, "err", refusal)
+		return result
+	}
+	if express {
+		opts.Priority, opts.Express = zenohpath.PriorityRealTime, true
+	}
+	return ""
 }
 
 func (c *svcClient) status() ServiceStatus {
