@@ -49,6 +49,11 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"knobs", "explain", "--platform", "vxworks"}, 2, `picobridge: platform: no platform named "vxworks" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`},
 		{[]string{"bag", "replay", "--rate", "0", "x"}, 2, `picobridge: --rate 0 must be a positive number`},
 		{[]string{"bag", "replay", "--fixed-rate", "scan", "x"}, 2, `picobridge: --fixed-rate "scan": want TOPIC=HZ, e.g. /scan=30`},
+		// a device profile is resolved before anything starts, --print-config included (no silent success)
+		{[]string{"run", "--print-config", "--cfg", "devices.list:[{name: esp1, platform: freertoss}]"}, 2, `picobridge: --cfg: devices.list[0].platform: no platform named "freertoss" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`},
+		{[]string{"run", "--print-config", "--cfg", "devices.default.board:esp33"}, 2, `picobridge: --cfg: devices.default.board: no board named "esp33" and no such file (known: mps2-an385, esp32, nuttx-sim, linux-host, qemu-riscv64, native_sim, nucleo_f429zi)`},
+		{[]string{"scout", "--what", "bogus"}, 2, `picobridge: --what "bogus": want router, peer and/or client joined by |`},
+		{[]string{"scout", "--ttl", "0"}, 2, `picobridge: --ttl 0: want 1 to 255`},
 		{[]string{"status", "--timeout", "1s", "--addr", "127.0.0.1:1"}, 1, `picobridge: is a gateway running there? Get "http://127.0.0.1:1/devicez": dial tcp 127.0.0.1:1: connect: connection refused`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
