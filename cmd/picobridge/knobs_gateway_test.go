@@ -317,3 +317,17 @@ devices:
 	require.Contains(t, strings.Join(a.Notes, "\n"), "batched flushes: ")
 	t.Logf("gateway notes:\n%s", strings.Join(a.Notes, "\n"))
 }
+
+// TestKnobsAdviseGatewayNoDevice: `knobs advise --gateway` without --device
+// on a gateway with no device attached says so and names --device.
+func TestKnobsAdviseGatewayNoDevice(t *testing.T) {
+	cfg, err := bridge.ParseConfig("gw.yaml", []byte("zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: 127.0.0.1:0\n"))
+	require.NoError(t, err)
+	s, err := server.Start(context.Background(), server.Options{Config: cfg, DisableDDS: true})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = run(t, "knobs", "advise", "--gateway", s.HTTPAddr())
+	require.EqualError(t, err, "knobs advise --gateway "+s.HTTPAddr()+": no device attached (a device is a session whose zid is in devices.list or whose probe responder announced a name); name one with --device NAME")
+	_, err = run(t, "knobs", "advise", "--gateway", s.HTTPAddr(), "--device", "nope")
+	require.EqualError(t, err, "GET http://"+s.HTTPAddr()+"/advicez?device=nope: 404 Not Found: bridge: no attached device of that name: nope")
+}
