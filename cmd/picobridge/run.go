@@ -64,7 +64,8 @@ the name their probe responder announces) get per-device express/batched lanes a
 probe classifier. Without -c the embedded default configuration is used
 (picobridge run --print-config prints it); flags are laid over the file.
 
-HTTP (metrics.listen, default 127.0.0.1:9464): /metrics, /healthz, /devicez, /routez.
+HTTP (metrics.listen, default 127.0.0.1:9464): /metrics, /healthz, /devicez, /routez,
+/knobz and /advicez (?device=NAME; docs/run.md).
 SIGINT or SIGTERM stops it.`,
 		Example: `  picobridge run
   picobridge run -c picobridge.yaml
