@@ -111,4 +111,3 @@ func getBodyStatus(ctx context.Context, u string) ([]byte, int, error) {
 	}
 	return b, resp.StatusCode, nil
 }
-
