@@ -56,6 +56,8 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"run", "--print-config", "--cfg", "devices.default.board:esp33"}, 2, `picobridge: --cfg: devices.default.board: no board named "esp33" and no such file (known: mps2-an385, esp32, nuttx-sim, linux-host, qemu-riscv64, native_sim, nucleo_f429zi)`},
 		{[]string{"scout", "--what", "bogus"}, 2, `picobridge: --what "bogus": want router, peer and/or client joined by |`},
 		{[]string{"scout", "--ttl", "0"}, 2, `picobridge: --ttl 0: want 1 to 255`},
+		{[]string{"bag", "info", "/nonexistent/bag"}, 2, `picobridge: /nonexistent/bag: no such file or directory (want a rosbag2 bag directory, its metadata.yaml or a .db3 file)`},
+		{[]string{"bag", "replay", "--dry-run", "/nonexistent/bag"}, 2, `picobridge: /nonexistent/bag: no such file or directory (want a rosbag2 bag directory, its metadata.yaml or a .db3 file)`},
 		{[]string{"status", "--timeout", "1s", "--addr", "127.0.0.1:1"}, 1, `picobridge: is a gateway running there? Get "http://127.0.0.1:1/devicez": dial tcp 127.0.0.1:1: connect: connection refused`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
