@@ -316,7 +316,11 @@ func (g *Gateway) HandleAdvicez(w http.ResponseWriter, r *http.Request) {
 			for i, x := range ds {
 				names[i] = x.Name()
 			}
-			http.Error(w, fmt.Sprintf("want device=NAME: %d devices attached (%s)", len(ds), strings.Join(names, ", ")), http.StatusBadRequest)
+			msg := fmt.Sprintf("want device=NAME: %d devices attached (%s)", len(ds), strings.Join(names, ", "))
+			if len(ds) == 0 {
+				msg = "no device attached (a device is a session whose zid is in devices.list or whose probe responder announced a name)"
+			}
+			http.Error(w, msg, http.StatusBadRequest)
 			return
 		}
 		d = ds[0]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,3 +77,39 @@ type nopHandler struct{}
 
 func (nopHandler) HandleNetwork(*transport.Session, wire.NetworkMessage) {}
 func (nopHandler) HandleClose(*transport.Session, error)                 {}
+
+// TestOwnFaceLoggedAtDebug: the router's own in-process session (the admin
+// space of `picobridge router`) opens and closes its face at Debug, so the
+// startup log shows no "face opened ... whatami=client" of the router itself;
+// a session from outside still opens its face at Info.
+func TestOwnFaceLoggedAtDebug(t *testing.T) {
+	var logs interop.SyncBuffer
+	r := NewRouter(RouterConfig{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	adm, err := r.ServeAdminSpace(AdminConfig{})
+	require.NoError(t, err)
+	ln, err := r.Listen(context.Background(), "tcp/127.0.0.1:0")
+	require.NoError(t, err)
+	s, err := transport.Dial(context.Background(), ln.Endpoint(),
+		transport.Config{ZID: RandomZID(), WhatAmI: wire.WhatAmIClient}, nopHandler{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(r.Faces()) == 1 }, interop.Scale(10*time.Second), 5*time.Millisecond)
+	require.NoError(t, s.Close(transport.ReasonGeneric))
+	require.NoError(t, adm.Close())
+	r.Close()
+	self := "zid=" + r.ZID().String()
+	var own, other int
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if !strings.Contains(line, `msg="face opened"`) {
+			continue
+		}
+		if strings.Contains(line, self) {
+			own++
+			require.Contains(t, line, "level=DEBUG", line)
+		} else {
+			other++
+			require.Contains(t, line, "level=INFO", line)
+		}
+	}
+	require.Equal(t, 1, own, logs.String())
+	require.Equal(t, 1, other, logs.String())
+}

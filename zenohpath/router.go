@@ -220,6 +220,17 @@ func (r *Router) Faces() []FaceInfo {
 	return out
 }
 
+// faceLogLevel is the level of a face's "face opened" and "face closed"
+// lines: Debug for the router's own in-process sessions (their zid is the
+// router's: the admin space, a gateway's bridge), which an operator did not
+// configure and cannot act on; Info for every other face.
+func (r *Router) faceLogLevel(f *face) slog.Level {
+	if f.zid == r.zid {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
 // addFace registers a face for link l. For an upstream face it declares every
 // entity of the other (non-upstream) faces and forwards their interests
 // (upstream.go); f.ready closes when it answered them.
@@ -239,7 +250,7 @@ func (r *Router) addFace(l link, zid wire.ZID, w wire.WhatAmI, upstream bool) (*
 		r.ups[f.id] = f
 	}
 	r.metrics.faceAdded(1)
-	f.log.Info("face opened", "upstream", upstream)
+	f.log.Log(context.Background(), r.faceLogLevel(f), "face opened", "upstream", upstream)
 	if upstream {
 		for k := range r.ents {
 			for _, e := range sortedEntities(r.ents[k]) {
@@ -306,7 +317,7 @@ func (r *Router) removeFace(f *face) {
 		close(f.ready)
 	}
 	r.mu.Unlock()
-	f.log.Info("face closed")
+	f.log.Log(context.Background(), r.faceLogLevel(f), "face closed")
 	for _, q := range finals {
 		q.sendFinal()
 	}

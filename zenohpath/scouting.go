@@ -327,7 +327,7 @@ func (r *Router) multicastResponder(m MulticastScoutingConfig) (*scoutResponder,
 			return nil, fmt.Errorf("zenohpath: scouting.multicast.interface: no interface %q (have: %s)", name, interfaceNames())
 		}
 		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagMulticast == 0 {
-			return nil, fmt.Errorf("zenohpath: scouting.multicast.interface: interface %q is %s: want an interface that is up and multicast-capable", name, ifi.Flags)
+			return nil, fmt.Errorf("zenohpath: scouting.multicast.interface: interface %q (flags %s) is not up and multicast-capable (up and multicast-capable: %s)", name, ifi.Flags, multicastInterfaceNames())
 		}
 		ifaces[ifi.Index] = name
 		list = append(list, ifi)
@@ -348,6 +348,22 @@ func (r *Router) multicastResponder(m MulticastScoutingConfig) (*scoutResponder,
 		return nil, fmt.Errorf("zenohpath: scouting.multicast: %w", err)
 	}
 	return &scoutResponder{r: r, c: mcastConn{p, g}, ifaces: ifaces, kind: "multicast"}, nil
+}
+
+// multicastInterfaceNames lists the interfaces that are up and
+// multicast-capable, "none" when there is none (a loopback is not).
+func multicastInterfaceNames() string {
+	ifs, _ := net.Interfaces()
+	var names []string
+	for _, ifi := range ifs {
+		if ifi.Flags&net.FlagUp != 0 && ifi.Flags&net.FlagMulticast != 0 {
+			names = append(names, ifi.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 func interfaceNames() string {

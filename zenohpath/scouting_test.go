@@ -179,6 +179,11 @@ func TestScoutStartErrorsNameTheKey(t *testing.T) {
 	require.ErrorContains(t, err, `scouting.multicast.interface: no interface "no-such-if0" (have: `)
 	_, err = r.StartScouting(ScoutingConfig{Multicast: MulticastScoutingConfig{Enabled: true}})
 	require.ErrorContains(t, err, "scouting.multicast.interface: required")
+	if lo, err := net.InterfaceByName("lo"); err == nil && lo.Flags&net.FlagMulticast == 0 {
+		// Linux's loopback has no multicast: the error says so and names the interfaces that have it
+		_, err = r.StartScouting(ScoutingConfig{Multicast: MulticastScoutingConfig{Enabled: true, Interface: "lo"}})
+		require.ErrorContains(t, err, `scouting.multicast.interface: interface "lo" (flags `+lo.Flags.String()+`) is not up and multicast-capable (up and multicast-capable: `+multicastInterfaceNames()+`)`)
+	}
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer pc.Close()

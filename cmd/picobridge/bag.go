@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"os/signal"
@@ -62,7 +63,7 @@ func newBagInfoCommand() *cobra.Command {
 		Short: "Show a bag's files, duration, topics, types, counts, sizes and QoS",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := rosbag.Open(args[0])
+			b, err := openBag(args[0])
 			if err != nil {
 				return err
 			}
@@ -219,7 +220,7 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 	if !opts.DryRun && newReplaySink == nil {
 		return errors.New("bag replay: DDS output is not available in this build yet; use --dry-run")
 	}
-	b, err := rosbag.Open(opts.Bag)
+	b, err := openBag(opts.Bag)
 	if err != nil {
 		return err
 	}
@@ -398,4 +399,13 @@ func printReplayStats(w io.Writer, st replay.Stats) {
 		t := st.Topics[n]
 		fmt.Fprintf(w, "  %s: sent %d, errors %d, stamp errors %d, %d bytes\n", n, t.Sent, t.Errors, t.StampErrors, t.Bytes)
 	}
+}
+
+// openBag opens a bag; a path that does not exist is a usage error (status
+// 2) that says what a bag path may be.
+func openBag(path string) (*rosbag.Bag, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, cli.Usagef("%s: no such file or directory (want a rosbag2 bag directory, its metadata.yaml or a .db3 file)", path)
+	}
+	return rosbag.Open(path)
 }

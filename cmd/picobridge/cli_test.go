@@ -41,7 +41,9 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"run", "--cfg", "foo"}, 2, `picobridge: --cfg "foo": want KEY:YAML_VALUE, e.g. policy.batched.rate_hz:20`},
 		{[]string{"run", "-c", "/nonexistent/picobridge.yaml"}, 2, `picobridge: /nonexistent/picobridge.yaml: open /nonexistent/picobridge.yaml: no such file or directory`},
 		{[]string{"run", "--no-dds", "--metrics", "off", "-l", "tcp/127.0.0.1:0", "--log-level", "loud"}, 2, `picobridge: --log-level "loud": want debug, info, warn or error`},
-		{[]string{"router", "-l", "tcp/127.0.0.1:99999"}, 2, `picobridge: --listen: transport: endpoint "tcp/127.0.0.1:99999": port "99999": want 0 to 65535`},
+		{[]string{"router", "-l", "tcp/127.0.0.1:99999"}, 2, `picobridge: --listen: transport: endpoint "tcp/127.0.0.1:99999": port "99999": want 0 to 65535 (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
+		{[]string{"router", "-l", "tcp:127.0.0.1:7447"}, 2, `picobridge: --listen: transport: endpoint "tcp:127.0.0.1:7447": want proto/host:port (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
+		{[]string{"router", "-e", "127.0.0.1:7447"}, 2, `picobridge: --connect: transport: endpoint "127.0.0.1:7447": want proto/host:port (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
 		{[]string{"router", "--metrics", "127.0.0.1:99999"}, 2, `picobridge: --metrics "127.0.0.1:99999": port "99999": want 0 to 65535`},
 		{[]string{"router", "--lease", "1ms"}, 2, `picobridge: --lease 1ms: want 1s to 1h0m0s`},
 		{[]string{"router", "--connect-as", "peer"}, 2, `picobridge: --connect-as "peer": want client or router`},
@@ -49,6 +51,13 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"knobs", "explain", "--platform", "vxworks"}, 2, `picobridge: platform: no platform named "vxworks" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`},
 		{[]string{"bag", "replay", "--rate", "0", "x"}, 2, `picobridge: --rate 0 must be a positive number`},
 		{[]string{"bag", "replay", "--fixed-rate", "scan", "x"}, 2, `picobridge: --fixed-rate "scan": want TOPIC=HZ, e.g. /scan=30`},
+		// a device profile is resolved before anything starts, --print-config included (no silent success)
+		{[]string{"run", "--print-config", "--cfg", "devices.list:[{name: esp1, platform: freertoss}]"}, 2, `picobridge: --cfg: devices.list[0].platform: no platform named "freertoss" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`},
+		{[]string{"run", "--print-config", "--cfg", "devices.default.board:esp33"}, 2, `picobridge: --cfg: devices.default.board: no board named "esp33" and no such file (known: mps2-an385, esp32, nuttx-sim, linux-host, qemu-riscv64, native_sim, nucleo_f429zi)`},
+		{[]string{"scout", "--what", "bogus"}, 2, `picobridge: --what "bogus": want router, peer and/or client joined by |`},
+		{[]string{"scout", "--ttl", "0"}, 2, `picobridge: --ttl 0: want 1 to 255`},
+		{[]string{"bag", "info", "/nonexistent/bag"}, 2, `picobridge: /nonexistent/bag: no such file or directory (want a rosbag2 bag directory, its metadata.yaml or a .db3 file)`},
+		{[]string{"bag", "replay", "--dry-run", "/nonexistent/bag"}, 2, `picobridge: /nonexistent/bag: no such file or directory (want a rosbag2 bag directory, its metadata.yaml or a .db3 file)`},
 		{[]string{"status", "--timeout", "1s", "--addr", "127.0.0.1:1"}, 1, `picobridge: is a gateway running there? Get "http://127.0.0.1:1/devicez": dial tcp 127.0.0.1:1: connect: connection refused`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -107,4 +116,17 @@ func TestRunStartupLog(t *testing.T) {
 	require.Equal(t, []string{"picobridge running", "shutting down", "stopped"}, msgs, stderr.String())
 	require.Regexp(t, ` listen=tcp/localhost:\d+,udp/127\.0\.0\.1:\d+ `, stderr.String())
 	require.NotContains(t, stderr.String(), ":0,")
+}
+
+// TestRouterMetricsInUseBeforeListen: a --metrics address in use fails the
+// router (status 1) before any Zenoh listener opens, as for `run`.
+func TestRouterMetricsInUseBeforeListen(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{"router", "-l", "tcp/127.0.0.1:0", "--metrics", busy.Addr().String()}, &stdout, &stderr)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr.String(), "picobridge: --metrics: listen tcp "+busy.Addr().String()+": bind: address already in use\n")
+	require.NotContains(t, stderr.String(), "msg=listening")
 }

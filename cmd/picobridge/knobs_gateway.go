@@ -74,31 +74,40 @@ func adviseFromGateway(cmd *cobra.Command, g gatewayFlags, asJSON bool) error {
 	if asJSON {
 		q.Set("format", "json")
 	}
-	body, err := getBody(cmd.Context(), statusURL(g.addr, bridge.PathAdvicez, q))
+	u := statusURL(g.addr, bridge.PathAdvicez, q)
+	body, code, err := getBodyStatus(cmd.Context(), u)
 	if err != nil {
 		return err
+	}
+	if code != http.StatusOK {
+		if code == http.StatusBadRequest && g.device == "" {
+			// the gateway wants a device name: none or several are attached
+			return fmt.Errorf("knobs advise --gateway %s: %s; name one with --device NAME", g.addr, body)
+		}
+		return fmt.Errorf("GET %s: %d %s: %s", u, code, http.StatusText(code), body)
 	}
 	_, err = cmd.OutOrStdout().Write(body)
 	return err
 }
 
-// getBody GETs u; a status other than 200 is an error with the answer's text.
-func getBody(ctx context.Context, u string) ([]byte, error) {
+// getBodyStatus GETs u and returns the answer (trimmed when not 200) and
+// its HTTP status; err only when there is no answer.
+func getBodyStatus(ctx context.Context, u string) ([]byte, int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("is a gateway running there? %w", err)
+		return nil, 0, fmt.Errorf("is a gateway running there? %w", err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+		b = []byte(strings.TrimSpace(string(b)))
 	}
-	return b, nil
+	return b, resp.StatusCode, nil
 }

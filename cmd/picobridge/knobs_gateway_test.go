@@ -17,6 +17,7 @@ import (
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/firmware/devsim"
+	"github.com/picobridge/picobridge/internal/cli"
 	"github.com/picobridge/picobridge/knobs"
 	"github.com/picobridge/picobridge/zenohpath"
 )
@@ -316,4 +317,43 @@ devices:
 	require.Contains(t, strings.Join(a.Notes, "\n"), "the gateway dropped ")
 	require.Contains(t, strings.Join(a.Notes, "\n"), "batched flushes: ")
 	t.Logf("gateway notes:\n%s", strings.Join(a.Notes, "\n"))
+}
+
+// TestKnobsAdviseGatewayNoDevice: `knobs advise --gateway` without --device
+// on a gateway with no device attached says so and names --device.
+func TestKnobsAdviseGatewayNoDevice(t *testing.T) {
+	cfg, err := bridge.ParseConfig("gw.yaml", []byte("zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: 127.0.0.1:0\n"))
+	require.NoError(t, err)
+	s, err := server.Start(context.Background(), server.Options{Config: cfg, DisableDDS: true})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = run(t, "knobs", "advise", "--gateway", s.HTTPAddr())
+	require.EqualError(t, err, "knobs advise --gateway "+s.HTTPAddr()+": no device attached (a device is a session whose zid is in devices.list or whose probe responder announced a name); name one with --device NAME")
+	_, err = run(t, "knobs", "advise", "--gateway", s.HTTPAddr(), "--device", "nope")
+	require.EqualError(t, err, "GET http://"+s.HTTPAddr()+"/advicez?device=nope: 404 Not Found: bridge: no attached device of that name: nope")
+}
+
+// TestStatusUnknownDevice: `status --device NAME` for a device the gateway
+// does not have fails (status 1) and lists the attached ones, instead of
+// printing "no devices attached" with status 0.
+func TestStatusUnknownDevice(t *testing.T) {
+	cfg, err := bridge.ParseConfig("gw.yaml", []byte("zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: 127.0.0.1:0\ndevices:\n  list:\n    - {name: sim-a, board: native_sim}\n"))
+	require.NoError(t, err)
+	s, err := server.Start(context.Background(), server.Options{Config: cfg, DisableDDS: true})
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = run(t, "status", "--addr", s.HTTPAddr(), "--device", "nope")
+	require.EqualError(t, err, `--device "nope": no such device attached to the gateway at `+s.HTTPAddr()+` (attached: none)`)
+	require.Equal(t, 1, cli.ExitCode(err))
+
+	dev, err := devsim.NewDevice(devsim.DeviceConfig{Name: "sim-a", Platform: "zephyr", Board: "native_sim", Endpoint: s.Endpoints()[0]}, devsim.Options{})
+	require.NoError(t, err)
+	require.NoError(t, dev.Start(context.Background()))
+	defer dev.Stop()
+	require.Eventually(t, func() bool { return s.Gateway().Device("sim-a") != nil }, 20*time.Second, 10*time.Millisecond)
+	_, err = run(t, "status", "--addr", s.HTTPAddr(), "--device", "nope")
+	require.EqualError(t, err, `--device "nope": no such device attached to the gateway at `+s.HTTPAddr()+` (attached: sim-a)`)
+	out, err := run(t, "status", "--addr", s.HTTPAddr(), "--device", "sim-a")
+	require.NoError(t, err)
+	require.Contains(t, out, "sim-a ")
 }

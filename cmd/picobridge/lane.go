@@ -26,7 +26,8 @@ func newLaneCommand() *cobra.Command {
 		Short: "Test lane for one CI job: a router that checks a zenoh-pico device against its knobs",
 		Long: `Runs a Zenoh router for one device under test (a Zephyr native_sim image, a POSIX
 build), waits for it, or starts it (everything after --; {endpoint} in an argument
-becomes the lane's endpoint, also given in $PICOBRIDGE_LANE_ENDPOINT), observes its
+becomes the lane's endpoint with its tcp/ prefix, e.g. tcp/127.0.0.1:7447, also given
+in $PICOBRIDGE_LANE_ENDPOINT), observes its
 session for the expectations file's duration and checks it against its resolved
 knobs (docs/lane.md): INIT batch size, OPEN lease, keep-alives, declarations,
 sends within the knob-derived ceiling, batch sizes, fragmentation, probe
@@ -35,6 +36,7 @@ answers, recovery after injected faults.
 Prints a summary; --junit writes a JUnit XML report. Exit status: 0 every check
 passed, 1 a check failed, 2 a bad expectations file, knob selection or flag.`,
 		Example: `  picobridge lane --expect lane.yaml --junit lane.xml -- ./build/zephyr/zephyr.exe
+  picobridge lane --expect lane.yaml --listen 127.0.0.1:7461 -- ./z_pub -m client -e {endpoint}
   picobridge lane --expect lane.yaml --listen 127.0.0.1:7447     # device started elsewhere`,
 		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -147,12 +147,12 @@ func (o *routerOptions) validate() error {
 	}
 	for _, ep := range o.listen {
 		if err := zenohpath.CheckEndpoint(ep); err != nil {
-			return fmt.Errorf("--listen: %w", err)
+			return fmt.Errorf("--listen: %w %s", err, allowedEndpoints)
 		}
 	}
 	for _, ep := range o.connect {
 		if err := zenohpath.CheckEndpoint(ep); err != nil {
-			return fmt.Errorf("--connect: %w", err)
+			return fmt.Errorf("--connect: %w %s", err, allowedEndpoints)
 		}
 	}
 	if _, err := o.scouting(); err != nil {
@@ -161,6 +161,10 @@ func (o *routerOptions) validate() error {
 	_, err := o.security()
 	return err
 }
+
+// allowedEndpoints ends an endpoint error of --listen and --connect, as
+// `picobridge run` ends its zenoh.listen errors.
+const allowedEndpoints = "(allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)"
 
 // validateAddrs checks --metrics and --id before anything starts.
 func (o *routerOptions) validateAddrs() error {
@@ -232,23 +236,8 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 		return err
 	}
 	defer adm.Close()
-	var eps []string
-	for _, ep := range o.listen {
-		ln, err := r.Listen(ctx, ep)
-		if err != nil {
-			return err
-		}
-		eps = append(eps, ln.Endpoint())
-	}
-	for _, ep := range o.connect {
-		if err := r.Connect(ctx, ep, false); err != nil {
-			return err
-		}
-	}
-	sc, _ := o.scouting() // validated above
-	if _, err := r.StartScouting(sc); err != nil {
-		return fmt.Errorf("--cfg: %w", err)
-	}
+	// --metrics is bound first: an address in use fails the start before
+	// any Zenoh listener opens (as `picobridge run`, docs/run.md).
 	if o.metrics != "" {
 		ln, err := net.Listen("tcp", o.metrics)
 		if err != nil {
@@ -261,6 +250,23 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 		log.Info("metrics", "addr", ln.Addr().String())
+	}
+	var eps []string
+	for _, ep := range o.listen {
+		ln, err := r.Listen(ctx, ep)
+		if err != nil {
+			return fmt.Errorf("--listen: %w", err)
+		}
+		eps = append(eps, ln.Endpoint())
+	}
+	for _, ep := range o.connect {
+		if err := r.Connect(ctx, ep, false); err != nil {
+			return err
+		}
+	}
+	sc, _ := o.scouting() // validated above
+	if _, err := r.StartScouting(sc); err != nil {
+		return fmt.Errorf("--cfg: %w", err)
 	}
 	if ready != nil {
 		ready(r, eps)

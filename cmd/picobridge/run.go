@@ -18,6 +18,7 @@ import (
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/ddspath"
+	"github.com/picobridge/picobridge/firmware"
 	"github.com/picobridge/picobridge/internal/cli"
 )
 
@@ -64,7 +65,8 @@ the name their probe responder announces) get per-device express/batched lanes a
 probe classifier. Without -c the embedded default configuration is used
 (picobridge run --print-config prints it); flags are laid over the file.
 
-HTTP (metrics.listen, default 127.0.0.1:9464): /metrics, /healthz, /devicez, /routez.
+HTTP (metrics.listen, default 127.0.0.1:9464): /metrics, /healthz, /devicez, /routez,
+/knobz and /advicez (?device=NAME; docs/run.md).
 SIGINT or SIGTERM stops it.`,
 		Example: `  picobridge run
   picobridge run -c picobridge.yaml
@@ -199,6 +201,21 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	// Resolve every device profile (platform, board, env) now, as the
+	// gateway does at start: a typo'd platform is a configuration error
+	// (status 2) found before metrics.listen is bound, and --print-config
+	// does not print a configuration that `run` would refuse.
+	cat, err := firmware.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	g, err := bridge.New(cfg, bridge.Options{Catalog: cat})
+	if err != nil {
+		return nil, err
+	}
+	if err := g.Close(); err != nil {
 		return nil, err
 	}
 	return cfg, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/picobridge/picobridge/internal/cli"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
@@ -129,7 +130,7 @@ func parseWhat(s string) (wire.WhatMask, error) {
 		case "client":
 			m |= wire.WhatClient
 		default:
-			return 0, fmt.Errorf("--what %q: want router, peer and/or client joined by |", s)
+			return 0, cli.Usagef("--what %q: want router, peer and/or client joined by |", s)
 		}
 	}
 	return m, nil
@@ -141,10 +142,10 @@ func runScout(ctx context.Context, o scoutOptions, out io.Writer) error {
 		return err
 	}
 	if o.timeout <= 0 || o.timeout > time.Hour {
-		return fmt.Errorf("--timeout %s: want more than 0 and at most 1h", o.timeout)
+		return cli.Usagef("--timeout %s: want more than 0 and at most 1h", o.timeout)
 	}
 	if o.ttl < 1 || o.ttl > 255 {
-		return fmt.Errorf("--ttl %d: want 1 to 255", o.ttl)
+		return cli.Usagef("--ttl %d: want 1 to 255", o.ttl)
 	}
 	n := 0
 	var werr error

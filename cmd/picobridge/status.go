@@ -99,6 +99,22 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.device != "" && len(dz.Devices) == 0 {
+		// /devicez answers an empty list for a name it does not know: say so
+		var all devicezJSON
+		if _, err := getJSON(ctx, statusURL(o.addr, bridge.PathDevicez, nil), &all); err != nil {
+			return err
+		}
+		names := make([]string, len(all.Devices))
+		for i, d := range all.Devices {
+			names[i] = d.Name
+		}
+		attached := strings.Join(names, ", ")
+		if attached == "" {
+			attached = "none"
+		}
+		return fmt.Errorf("--device %q: no such device attached to the gateway at %s (attached: %s)", o.device, o.addr, attached)
+	}
 	var rz server.RoutezResponse
 	var rawRoutes []byte
 	if o.routes {
