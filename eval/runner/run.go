@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,9 +126,37 @@ func loadAvg1() float64 {
 	return v
 }
 
+// buildCommit is the commit picoeval was built from (the Go toolchain's vcs.revision
+// stamp, 12 digits, "-dirty" when vcs.modified), "" when the binary has none (go run, a
+// build outside a checkout).
+func buildCommit() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, dirty string
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value
+		case "vcs.modified":
+			if st.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + dirty
+}
+
 // hostLine describes the host for the summary's header: CPUs, the load averages
-// (/proc/loadavg: 1, 5, 15 min) and the commit of the working tree (git describe), or
-// "unknown" for what cannot be read.
+// (/proc/loadavg: 1, 5, 15 min) and the commit picoeval was built from (else the working
+// tree's, git describe), or "unknown" for what cannot be read.
 func hostLine() string {
 	load := "unknown"
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -135,9 +164,12 @@ func hostLine() string {
 			load = strings.Join(f[:3], " / ")
 		}
 	}
-	commit := "unknown"
-	if out, err := exec.Command("git", "describe", "--always", "--dirty", "--abbrev=12").Output(); err == nil {
-		commit = strings.TrimSpace(string(out))
+	commit := buildCommit()
+	if commit == "" {
+		commit = "unknown"
+		if out, err := exec.Command("git", "describe", "--always", "--dirty", "--abbrev=12").Output(); err == nil {
+			commit = strings.TrimSpace(string(out)) + " (working tree; the binary carries no VCS stamp)"
+		}
 	}
 	return fmt.Sprintf("%d CPUs, load average (1 / 5 / 15 min) %s, commit `%s`", runtime.NumCPU(), load, commit)
 }
