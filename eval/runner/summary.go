@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -62,7 +63,7 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Definitions and deviations: docs/eval.md.\n\n", gen, profile, cfg.Seed)
 	} else {
 		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Bag `%s`, topic `%s` replayed at %.0f Hz (looping, header stamps rewritten to the send time). Latency = receive time − header stamp, one host clock. Definitions and deviations from the paper: docs/eval.md.\n\n",
-			gen, profile, cfg.Seed, cfg.Bag, cfg.Topic, cfg.RateHz)
+			gen, profile, cfg.Seed, bagLabel(cfg.Bag), cfg.Topic, cfg.RateHz)
 	}
 	if cfg.hostStart != "" {
 		fmt.Fprintf(w, "Host at the start: %s. At the end: %s.\n\n", cfg.hostStart, hostLine())
@@ -190,6 +191,22 @@ func durOr(d time.Duration, ok bool) string {
 		return "none"
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+// bagLabel names the bag as a reader of the summary can find it, without this machine's
+// absolute paths: the dataset's `../shared/data/…` path (shared/ sits beside the checkout,
+// docs/eval.md), else the path relative to the working directory, else its base name.
+func bagLabel(path string) string {
+	p := filepath.ToSlash(path)
+	if i := strings.LastIndex(p, "shared/data/"); i >= 0 {
+		return "../" + p[i:]
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(rel, "..") {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return filepath.Base(path)
 }
 
 // The Adaptive Bridge paper's figures drawn as reference lines (the results table of

@@ -132,3 +132,12 @@ func TestSlowConsumerModel(t *testing.T) {
 	require.InDelta(t, 0.054, a.producedLoss(), 0.015)
 	require.InDelta(t, 0.054, float64(drops)/20000, 0.015)
 }
+
+// TestBagLabel: the summary names the bag without this machine's absolute paths.
+func TestBagLabel(t *testing.T) {
+	require.Equal(t, "../shared/data/mumble_rplidar_imu/hallway_room_loop", bagLabel("/home/someone/shared/data/mumble_rplidar_imu/hallway_room_loop"))
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	require.Equal(t, "testdata/bag", bagLabel(filepath.Join(wd, "testdata", "bag")))
+	require.Equal(t, "bag1", bagLabel("/elsewhere/bag1"))
+}
