@@ -418,11 +418,26 @@ func DefaultConfig() *Config {
 // value) comes back at once in a *knobs.ConfigError whose lines read
 // `file:line:col: key: reason (allowed: ...)`.
 func LoadConfig(path string) (*Config, error) {
+	c, err := ReadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// ReadConfig is LoadConfig without Validate: syntax, unknown keys, wrong
+// types and values outside an enum are problems, ranges and cross-field
+// rules are not yet checked. For callers that apply overrides and then call
+// New, which reports range and profile problems in one error.
+func ReadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &knobs.ConfigError{Problems: []*knobs.Problem{{File: path, Msg: err.Error(), Err: knobs.ErrSyntax}}}
 	}
-	return ParseConfig(path, data)
+	return decodeConfig(path, data, DefaultConfig())
 }
 
 // ParseConfig is LoadConfig over bytes; file names them in messages.

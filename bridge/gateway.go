@@ -104,8 +104,15 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 	if opts.Catalog == nil {
 		return nil, errors.New("bridge: Options.Catalog is required (firmware.Catalog())")
 	}
+	// Range problems and profile problems are reported together, so one
+	// run of `picobridge run` names every mistake in the file.
+	var ps problemList
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		var ce *knobs.ConfigError
+		if !errors.As(err, &ce) {
+			return nil, err
+		}
+		ps = append(ps, ce.Problems...)
 	}
 	g := &Gateway{
 		cfg: cfg, opts: opts, clock: opts.Clock, log: opts.Logger,
@@ -123,7 +130,6 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 		g.incl = KeyIncludes
 	}
 	g.started = g.clock.Now()
-	var ps problemList
 	resolve := func(key string, p DeviceProfile) {
 		r, capa, err := cfg.ResolveProfile(opts.Catalog, p)
 		if err != nil {

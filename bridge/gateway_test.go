@@ -556,6 +556,24 @@ devices:
 	require.Error(t, err)
 }
 
+// A range problem set by a flag and a profile problem from the file come
+// back in one error, in that order, so one run names both.
+func TestNewReportsRangeAndProfileTogether(t *testing.T) {
+	cfg := testConfig(t, `
+devices:
+  list:
+    - {name: a, platform: nosuchos}
+`)
+	require.NoError(t, cfg.OverrideFrom("--domain", "dds.domain", "300"))
+	_, err := bridge.New(cfg, bridge.Options{Catalog: catalog(t)})
+	require.ErrorIs(t, err, knobs.ErrUnknownPlatform)
+	var ce *knobs.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Len(t, ce.Problems, 2, "%v", err)
+	require.Equal(t, "dds.domain", ce.Problems[0].Key)
+	require.Equal(t, "devices.list[0].platform", ce.Problems[1].Key)
+}
+
 // Every goroutine the gateway starts is gone after Close (convention 12).
 func TestNoGoroutineLeak(t *testing.T) {
 	base := runtime.NumGoroutine()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -68,6 +70,26 @@ func TestExitStatus(t *testing.T) {
 			require.Empty(t, stdout.String())
 		})
 	}
+}
+
+// TestRunConfigProblemsInOnePass: a file with a range problem and a device
+// profile problem gets both named in one run (status 2), and a flag that
+// sets the same key replaces the file's value before it is checked.
+func TestRunConfigProblemsInOnePass(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(f, []byte("dds: {domain: 300}\ndevices:\n  list:\n    - {name: a, platform: nosuchos}\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{"run", "--print-config", "-c", f}, &stdout, &stderr)
+	require.Equal(t, 2, code)
+	require.Equal(t, "picobridge: "+f+`:1:15: dds.domain: must be in 0..232 (got 300)
+`+f+`:4:27: devices.list[0].platform: no platform named "nosuchos" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)
+`, stderr.String())
+	stderr.Reset()
+	code = realMain(context.Background(), []string{"run", "--print-config", "-c", f, "-d", "7"}, &stdout, &stderr)
+	require.Equal(t, 2, code)
+	require.Equal(t, "picobridge: "+f+`:4:27: devices.list[0].platform: no platform named "nosuchos" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)
+`, stderr.String())
+	require.Empty(t, stdout.String())
 }
 
 // TestRunMetricsAddressInUse: a metrics address that cannot be bound fails

@@ -116,12 +116,13 @@ SIGINT or SIGTERM stops it.`,
 }
 
 // buildRunConfig loads the file (or the embedded default) and lays the
-// flags that were given over it, then validates.
+// flags that were given over it, then validates it and resolves its device
+// profiles (bridge.New) so that every problem comes back in one error.
 func buildRunConfig(o runOptions) (*bridge.Config, error) {
 	var cfg *bridge.Config
 	var err error
 	if o.config != "" {
-		if cfg, err = bridge.LoadConfig(o.config); err != nil {
+		if cfg, err = bridge.ReadConfig(o.config); err != nil {
 			return nil, err
 		}
 	} else {
@@ -200,13 +201,11 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 			return nil, err
 		}
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	// Resolve every device profile (platform, board, env) now, as the
-	// gateway does at start: a typo'd platform is a configuration error
-	// (status 2) found before metrics.listen is bound, and --print-config
-	// does not print a configuration that `run` would refuse.
+	// Validate and resolve every device profile (platform, board, env) now,
+	// as the gateway does at start, in one pass (bridge.New reports range
+	// and profile problems together): a typo'd platform is a configuration
+	// error (status 2) found before metrics.listen is bound, and
+	// --print-config does not print a configuration that `run` would refuse.
 	cat, err := firmware.Catalog()
 	if err != nil {
 		return nil, err

@@ -53,7 +53,7 @@ hex batch (content without the 2-byte TCP length prefix) or a .zvec data line.
 Keys are resolved per connection (DeclareKeyExpr tables of both sides, M flag);
 FRAGMENT trains are reassembled. A batch that does not decode is reported with
 its line and byte offset, and the command exits with status 2; so is an empty
-input ("no batches") and a batch longer than 65535 bytes (the u16 TCP length
+input ("no batches"), input that is neither a transcript nor hex, and a batch longer than 65535 bytes (the u16 TCP length
 prefix). With --check (file or stdin alike), each description is compared
 with the file's "# expect:" line and a summary "N/M lines match their
 # expect:" ends stderr; status 3 on a difference, on an expect line that is
@@ -91,7 +91,7 @@ func runWireDecode(stdin io.Reader, stdout, stderr io.Writer, name string, check
 	if err == nil {
 		lines = file.Lines
 	} else if lines, err = zvec.ParseHex(bytes.NewReader(data)); err != nil {
-		return fmt.Errorf("%s: neither a .zvec transcript nor hex lines: %w", name, err)
+		return &wireError{exitDecodeError, fmt.Sprintf("%s: neither a .zvec transcript nor hex lines: %v", name, err)}
 	}
 	if len(lines) == 0 {
 		return &wireError{exitDecodeError, name + ": no batches"}

@@ -75,10 +75,10 @@ func TestWireDecodeErrors(t *testing.T) {
 	require.Contains(t, out, "1 KEEP_ALIVE\n")
 	require.Contains(t, err.Error(), "2 of 3 batches did not decode")
 
-	// not hex
+	// not hex: undecodable input, status 2 like a batch that does not decode
 	_, _, err = runWireCLI(t, "zz\n", "wire", "decode", "-")
-	require.Error(t, err)
-	require.Equal(t, 1, exitCode(err))
+	require.ErrorContains(t, err, "stdin: neither a .zvec transcript nor hex lines")
+	require.Equal(t, exitDecodeError, exitCode(err))
 
 	// --check reports a difference with exit status 3
 	tmp := filepath.Join(t.TempDir(), "x.zvec")
@@ -100,6 +100,7 @@ func TestWireDecodeErrors(t *testing.T) {
 	// a malformed data line names its direction, not a hex error
 	_, _, err = runWireCLI(t, "0 X>Y 0000\n", "wire", "decode", "-")
 	require.ErrorContains(t, err, `line 1: direction "X>Y" (want D>G or G>D)`)
+	require.Equal(t, exitDecodeError, exitCode(err))
 
 	// a batch longer than a u16 length prefix allows
 	_, stderr, err = runWireCLI(t, strings.Repeat("04", 70000)+"\n", "wire", "decode", "-")

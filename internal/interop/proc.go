@@ -373,6 +373,17 @@ func (p *Proc) Stop() {
 	p.Kill()
 }
 
+// Freeze sends SIGSTOP: the process keeps its sockets open but reads and
+// sends nothing, as a hung router does, so peers find out only when their
+// lease expires. The process is killed at cleanup (SIGKILL ends a stopped
+// process too).
+func (p *Proc) Freeze() {
+	if !p.Exited() {
+		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+	}
+	p.t.Cleanup(p.Kill)
+}
+
 // Kill sends SIGKILL (the Zenoh session ends without CLOSE: the router sees the TCP link
 // drop) and returns once the process is reaped.
 func (p *Proc) Kill() {

@@ -101,9 +101,21 @@ func span(lo, n uint64) []uint64 {
 // liveliness token of B's cross the mesh to A. The Rust router on B's path
 // to A is killed: the device receives again within lease + 1 s, and every
 // count is exact (no duplicate, no loop) before and after.
-func TestE2EFederationFailover(t *testing.T) {
+func TestE2EFederationFailover(t *testing.T) { federationFailover(t, false) }
+
+// TestE2EFederationHungRouter is TestE2EFederationFailover with the Rust
+// router on B's path frozen (SIGSTOP) instead of killed: its TCP links stay
+// open and silent, so A, B and the other Rust router find out only when its
+// lease (10 s) expires; delivery resumes within lease + 1 s of the freeze.
+func TestE2EFederationHungRouter(t *testing.T) { federationFailover(t, true) }
+
+func federationFailover(t *testing.T, hang bool) {
 	if testing.Short() {
 		t.Skip("-short: starts Zenoh processes")
+	}
+	failure, failed := "kill", "killed"
+	if hang {
+		failure, failed = "freeze", "frozen"
 	}
 	interop.FindPython(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -293,9 +305,13 @@ supervisor:             # a starved test machine must not suspend lanes
 	t.Cleanup(func() { _ = sa.Close() })
 	queryAndToken(t, sa, survEP)
 
-	// Kill the Rust router on B's path to A.
+	// Kill (or freeze) the Rust router on B's path to A.
 	killed := time.Now()
-	rust[hop].Kill()
+	if hang {
+		rust[hop].Freeze()
+	} else {
+		rust[hop].Kill()
+	}
 	var resumed time.Duration
 	seq := uint64(1000)
 	deadline := time.Now().Add(interop.Scale(fedLease + time.Second + 10*time.Second))
@@ -308,14 +324,14 @@ supervisor:             # a starved test machine must not suspend lanes
 			resumed = time.Since(killed)
 		}
 	}
-	waitFor(t, interop.Scale(20*time.Second), "A and B forget the killed router", func() bool {
+	waitFor(t, interop.Scale(20*time.Second), "A and B forget the "+failed+" router", func() bool {
 		return len(a.Router().MeshRouters()) == 2 && len(b.Router().MeshRouters()) == 2 && a.Router().MeshNextHop(bZID) == surv
 	})
 	settle("failover samples", func() int { return len(dev1.get()) + len(pySeqs(py)) })
 	gotF := len(inRange(dev1.get(), 1000, seq))
 	pyF := len(inRange(pySeqs(py), 1000, seq))
-	t.Logf("failover: dev1 received again %v after the kill (lease %v); during failover dev1 got %d/%d, Python %d/%d",
-		resumed.Round(time.Millisecond), fedLease, gotF, seq-1000, pyF, seq-1000)
+	t.Logf("failover: dev1 received again %v after the %s (lease %v); during failover dev1 got %d/%d, Python %d/%d",
+		resumed.Round(time.Millisecond), failure, fedLease, gotF, seq-1000, pyF, seq-1000)
 	require.Less(t, resumed, interop.Scale(fedLease+time.Second), "delivery resumes within lease + 1 s")
 
 	// Phase 3: exact again, through the surviving router.
