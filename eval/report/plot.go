@@ -212,8 +212,9 @@ func Bars(path, title, ylabel string, categories, groups []string, values [][]fl
 }
 
 // BarsRef is Bars with an x axis label and reference values drawn as horizontal lines. The
-// y axis gets headroom above the tallest bar (two decades on a log axis, 45 % on a linear
-// one) so that the legend, drawn in the top left corner, covers no bar.
+// legend is drawn to the right of the plot area (SaveLegendRight), so it covers neither a bar
+// nor a reference line; the y axis gets a little headroom above the tallest bar or line (one
+// decade on a log axis, 15 % on a linear one).
 func BarsRef(path, title, xlabel, ylabel string, categories, groups []string, values [][]float64, logY bool, refs []Ref) error {
 	p := plot.New()
 	p.Title.Text = title
@@ -267,9 +268,9 @@ func BarsRef(path, title, xlabel, ylabel string, categories, groups []string, va
 	}
 	p.Y.Min = 0
 	if logY {
-		p.Y.Max = math.Ceil(top) + 2 // whole decades, two above the tallest bar
+		p.Y.Max = math.Ceil(top) + 1 // whole decades, one above the tallest bar or line
 	} else {
-		p.Y.Max = math.Max(top*1.45, 1)
+		p.Y.Max = math.Max(top*1.15, 1)
 	}
 	for i, r := range refs {
 		y := r.Value
@@ -280,7 +281,7 @@ func BarsRef(path, title, xlabel, ylabel string, categories, groups []string, va
 			return err
 		}
 	}
-	return Save(p, width, height, path)
+	return SaveLegendRight(p, width, height, path)
 }
 
 // Steps draws step series (already expanded into corners) with named y levels (the y axis

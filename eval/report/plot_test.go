@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
@@ -109,4 +110,38 @@ func TestSaveLeavesMargin(t *testing.T) {
 		}
 	}
 	require.Greater(t, inked, b.Dx()*b.Dy()/50, "the plot is drawn inside the margin")
+}
+
+// TestBarsLegendBesidePlot: BarsRef draws its legend to the right of the plot area: the
+// image is wider than Save's by the legend, the reference line (black) ends before the
+// legend column except for the legend's own line sample, and the bars' colours appear in
+// the legend column only as legend swatches (at its top), never below it.
+func TestBarsLegendBesidePlot(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bars.png")
+	// The first name is wider than 35 mm at 12 pt, so the column checked below lies inside
+	// the legend's; the reference line lies below the legend's three entries.
+	groups := []string{"a-system-name-longer-than-the-column", "b"}
+	require.NoError(t, BarsRef(p, "t", "x", "y", []string{"c1", "c2"}, groups,
+		[][]float64{{1, 1000}, {10, 100}}, true, []Ref{{Name: "a reference at 5", Value: 5}}))
+	f, err := os.Open(p)
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	b := img.Bounds()
+	require.Greater(t, b.Dx(), int(width.Dots(vgimg.DefaultDPI)), "wider than a plot with its legend inside")
+	// The legend column: the rightmost part of the image, as wide as the legend text.
+	lw := int((legendGap + 35*vg.Millimeter).Dots(vgimg.DefaultDPI))
+	x0 := b.Max.X - int(Margin.Dots(vgimg.DefaultDPI)) - lw
+	// Rows of the legend: three entries at the top (below the title); below them, the
+	// column must be blank.
+	legendBottom := b.Min.Y + int((Margin + 35*vg.Millimeter).Dots(vgimg.DefaultDPI))
+	for y := legendBottom; y < b.Max.Y; y++ {
+		for x := x0; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if r != 0xffff || g != 0xffff || bl != 0xffff {
+				t.Fatalf("pixel (%d,%d) drawn in the legend column below the legend (image %v)", x, y, b)
+			}
+		}
+	}
 }
