@@ -318,12 +318,8 @@ func writeMWSection(w *bufio.Writer, cfg Config, rows []MWRow, plots []string) {
 			failed = append(failed, fmt.Sprintf("- %s: failed: %v", r.Res.Run, r.Res.Err))
 		}
 	}
-	if len(notRun) > 0 {
-		fmt.Fprintf(w, "Not run:\n\n%s\n\n", strings.Join(notRun, "\n"))
-	}
-	if len(failed) > 0 {
-		fmt.Fprintf(w, "Failed:\n\n%s\n\n", strings.Join(failed, "\n"))
-	}
+	writeList(w, "Not run:", notRun)
+	writeList(w, "Failed:", failed)
 	fmt.Fprintf(w, "How each run was set up:\n\n")
 	for _, r := range rows {
 		if !okMW(r) {

@@ -3,6 +3,7 @@ package runner
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -128,12 +129,8 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 			failed = append(failed, fmt.Sprintf("- %s: failed: %v", r.Res.Run, r.Res.Err))
 		}
 	}
-	if len(notRun) > 0 {
-		fmt.Fprintf(w, "## Not run\n\n%s\n\n", strings.Join(notRun, "\n"))
-	}
-	if len(failed) > 0 {
-		fmt.Fprintf(w, "## Failed\n\n%s\n\n", strings.Join(failed, "\n"))
-	}
+	writeList(w, "## Not run", notRun)
+	writeList(w, "## Failed", failed)
 	fmt.Fprintf(w, "## How each run was impaired\n\n")
 	seen := map[string]bool{}
 	for _, r := range rows {
@@ -305,4 +302,13 @@ func writePlots(dir string, rows []Row) ([]string, error) {
 			[]string{"UNKNOWN", "NONCRITICAL", "CRITICAL"}, []report.Series{{Name: "impaired device", X: ts, Y: lv}}, spans))
 	}
 	return plots, firstErr
+}
+
+// writeList writes heading and the items one per line, each block followed by a blank
+// line; nothing when there are no items (the "not run" and "failed" lists of both
+// summaries).
+func writeList(w io.Writer, heading string, items []string) {
+	if len(items) > 0 {
+		fmt.Fprintf(w, "%s\n\n%s\n\n", heading, strings.Join(items, "\n"))
+	}
 }
