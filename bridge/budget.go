@@ -104,9 +104,12 @@ func (b *sendBudget) yieldWait(now time.Time) time.Duration {
 // linkBudget is a device link's byte budget (policy.link, issue 10 item
 // 2), shared by both lanes: a token bucket of rate bytes/s (the budget ×
 // headroom) and depth bytes. Critical first: the express lane may borrow
-// up to one depth ahead (tokens down to −depth), so it waits only when
-// critical traffic alone exceeds the budget; the batched lane needs the
-// tokens it spends (or a full bucket, for a message larger than the depth).
+// up to one depth ahead of its own bucket (ctokens, spent by critical
+// samples only, down to −depth), so it waits only when critical traffic
+// alone exceeds the budget, never for the debt a large bulk message left
+// in the shared bucket; the batched lane needs the shared tokens it spends
+// (or a full bucket, for a message larger than the depth), which critical
+// samples spend too.
 // It also keeps a model of the bytes queued in the link (handed over, not
 // yet drained at the link's rate) and reads the transport's own TX backlog,
 // so the classifier can tell the delay the gateway causes itself
@@ -116,7 +119,10 @@ type linkBudget struct {
 	budget float64 // the link's bytes/s; 0: none
 	rate   float64 // bytes/s the lanes use: budget × headroom
 	depth  float64 // bytes
-	tokens float64
+	tokens float64 // shared bucket: both lanes spend it, the batched lane waits on it
+	// ctokens is the critical traffic's own bucket (same rate and depth):
+	// the express lane spends it and waits on it alone.
+	ctokens float64
 	last   time.Time
 	queued float64 // bytes in the link model at qAt
 	qAt    time.Time
@@ -144,9 +150,10 @@ func (b *linkBudget) set(budget, headroom float64, burst time.Duration, now time
 	b.budget, b.rate = budget, budget*headroom
 	b.depth = max(b.rate*burst.Seconds(), minLinkDepth)
 	if changed {
-		b.tokens, b.last = b.depth, now
+		b.tokens, b.ctokens, b.last = b.depth, b.depth, now
 	}
 	b.tokens = min(b.tokens, b.depth)
+	b.ctokens = min(b.ctokens, b.depth)
 }
 
 // Rate is the lanes' share of the budget in bytes/s (0: none).
@@ -159,6 +166,7 @@ func (b *linkBudget) Rate() (budget, rate float64) {
 func (b *linkBudget) refillLocked(now time.Time) {
 	if dt := now.Sub(b.last); dt > 0 {
 		b.tokens = min(b.depth, b.tokens+b.rate*dt.Seconds())
+		b.ctokens = min(b.depth, b.ctokens+b.rate*dt.Seconds())
 		b.last = now
 	}
 }
@@ -179,8 +187,8 @@ func (b *linkBudget) backlogBytes() int {
 }
 
 // wait is how long until a lane may spend n bytes (0: now), without
-// spending: the express lane may borrow one depth ahead, the batched lane
-// needs the tokens (or a full bucket). The transport's own backlog beyond
+// spending: the express lane may borrow one depth ahead of the critical
+// bucket, the batched lane needs the shared tokens (or a full bucket). The transport's own backlog beyond
 // one depth counts as spent for the batched lane: the gateway does not pile
 // more onto its queue. It does not count for the express lane: the
 // transport sends RealTime ahead of the Data-priority bytes it holds
@@ -198,23 +206,25 @@ func (b *linkBudget) wait(n int, express bool, now time.Time) time.Duration {
 		return 0
 	}
 	b.refillLocked(now)
+	if express {
+		if b.ctokens > -b.depth {
+			return 0
+		}
+		lack := -b.depth - b.ctokens + 1
+		return max(time.Duration(lack/b.rate*float64(time.Second)), time.Millisecond)
+	}
 	avail := b.tokens - max(float64(bl)-b.depth, 0)
 	need := float64(n)
-	switch {
-	case express && avail > -b.depth:
-		return 0
-	case !express && (avail >= need || avail >= b.depth):
+	if avail >= need || avail >= b.depth {
 		return 0
 	}
 	lack := min(need, b.depth) - avail
-	if express {
-		lack = -b.depth - avail + 1
-	}
 	return max(time.Duration(lack/b.rate*float64(time.Second)), time.Millisecond)
 }
 
-// spend takes n bytes (after wait said 0).
-func (b *linkBudget) spend(n int, now time.Time) {
+// spend takes n bytes (after wait said 0) from the shared bucket, and from
+// the critical bucket too when express.
+func (b *linkBudget) spend(n int, express bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.rate <= 0 {
@@ -222,6 +232,9 @@ func (b *linkBudget) spend(n int, now time.Time) {
 	}
 	b.refillLocked(now)
 	b.tokens -= float64(n)
+	if express {
+		b.ctokens -= float64(n)
+	}
 	b.queuedLocked(now)
 	b.queued += float64(n)
 }

@@ -408,7 +408,7 @@ func (e *egress) nextExpress(now time.Time) (s Sample, ok bool, wait time.Durati
 	if ok, wait := e.budget.take(now); !ok {
 		return Sample{}, false, max(wait, time.Millisecond)
 	}
-	e.link.spend(sampleBytes(p.s), now)
+	e.link.spend(sampleBytes(p.s), true, now)
 	e.exp.lim.AllowN(now, 1) // there is a token: checked above, under exp.mu
 	e.exp.order = e.exp.order[1:]
 	if len(q) == 1 {
@@ -622,7 +622,7 @@ func (e *egress) flush(now time.Time, out []Sample) []Sample {
 				q.held = DropLinkBudget
 				continue
 			}
-			e.link.spend(sampleBytes(s), now)
+			e.link.spend(sampleBytes(s), false, now)
 			for _, i := range subs {
 				e.bat.perSub[i]++
 			}

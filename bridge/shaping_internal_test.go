@@ -237,6 +237,31 @@ func TestCriticalDropLogRateLimited(t *testing.T) {
 	require.Contains(t, buf.String(), `"count":5`)
 }
 
+// A bulk message far larger than the bucket (egressbench a: 1 MB against a
+// 20 ms bucket of 225 kB) leaves the shared bucket deep in debt; the express
+// lane still sends at once, because it waits on the critical bucket alone,
+// while the batched lane waits until the debt is paid.
+func TestLinkBudgetBulkDebtNeverHoldsCritical(t *testing.T) {
+	var b linkBudget
+	b.set(12_500_000, 0.9, 20*ms, t0) // 100 Mbit/s: rate 11.25 MB/s, depth 225 kB
+	require.Zero(t, b.wait(1_000_000, false, t0), "a full bucket lets a message larger than it go")
+	b.spend(1_000_000, false, t0)
+	for i := range 5 { // 48 B at 50 Hz during the 89 ms the shared bucket takes to refill
+		now := t0.Add(time.Duration(i) * 20 * ms)
+		require.Zero(t, b.wait(48, true, now), "critical sample %d waited behind bulk debt", i)
+		b.spend(48, true, now)
+	}
+	// at 80 ms the shared bucket is 100 kB short of full: (1 MB + 5 × 48 B − 900 kB) / 11.25 MB/s
+	w := b.wait(1_000_000, false, t0.Add(80*ms))
+	require.InDelta(t, float64(8910*time.Microsecond), float64(w), float64(100*time.Microsecond), "the next bulk message waits for a full bucket: %v", w)
+	// critical traffic alone beyond its bucket does wait
+	var c linkBudget
+	c.set(100_000, 1, 20*ms, t0) // depth 2000 B
+	c.spend(4000, true, t0)      // ctokens 2000 − 4000 = −depth
+	require.Equal(t, time.Millisecond, c.wait(100, true, t0), "1 B short at 100 kB/s is 10 µs, rounded up to the 1 ms floor")
+	require.Zero(t, c.wait(100, true, t0.Add(ms)), "100 B refilled after 1 ms")
+}
+
 // The link budget's queue model and the transport's backlog give the delay
 // the gateway itself puts ahead of a probe.
 func TestLinkSelfDelay(t *testing.T) {
@@ -245,7 +270,7 @@ func TestLinkSelfDelay(t *testing.T) {
 	backlog := 0
 	b.backlog = func() int { return backlog }
 	b.set(100_000, 0.9, 20*ms, t0)
-	b.spend(5000, t0)
+	b.spend(5000, false, t0)
 	require.Equal(t, 50*ms, b.selfDelay(t0), "5000 B at 100 kB/s")
 	require.Equal(t, 30*ms, b.selfDelay(t0.Add(20*ms)), "drains at the link's rate")
 	backlog = 1000
