@@ -65,6 +65,10 @@ type ZenohConfig struct {
 	// Scouting answers SCOUTs (zenohd's scouting keys; off unless set,
 	// multicast only on the interfaces named): docs/router.md.
 	Scouting zenohpath.ScoutingConfig `yaml:"scouting"`
+	// Routing is zenohd's routing section: today
+	// router.linkstate.transport_weights, our link weights towards
+	// neighbour routers (mode router; docs/router.md "Link weights").
+	Routing zenohpath.RoutingConfig `yaml:"routing"`
 }
 
 // DDSConfig is the ROS 2 side (zenoh-bridge-ros2dds -d, -n).
@@ -492,6 +496,12 @@ func (c *Config) Validate() error {
 	checkEndpoints("zenoh.connect", c.Zenoh.Connect)
 	for _, p := range c.Zenoh.Scouting.Problems() {
 		at("zenoh.scouting."+p.Key, "%s", p.Msg)
+	}
+	for _, p := range c.Zenoh.Routing.Problems() {
+		at("zenoh.routing."+p.Key, "%s", p.Msg)
+	}
+	if len(c.Zenoh.Routing.Router.Linkstate.TransportWeights) > 0 && c.Zenoh.Mode != ModeRouter {
+		at("zenoh.routing.router.linkstate.transport_weights", "link weights need zenoh.mode router (got mode %q; allowed here: [])", c.Zenoh.Mode)
 	}
 	if c.Zenoh.Mode == ModeClient && len(c.Zenoh.Connect) == 0 {
 		at("zenoh.connect", "client mode needs at least one endpoint")

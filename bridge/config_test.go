@@ -12,6 +12,7 @@ import (
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/firmware"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
 func TestDefaultConfig(t *testing.T) {
@@ -153,7 +154,7 @@ func TestConfigSyntaxAndTypeErrors(t *testing.T) {
 
 	_, err = bridge.ParseConfig("pb.yaml", []byte("zenoh: router\nroutes:\n  auto_bridge: yes please\ndds:\n  domain: 1.5\n"))
 	require.Error(t, err)
-	require.Equal(t, `pb.yaml:1:8: zenoh: want a mapping with keys connect, connect_as, id, listen, mode, scouting (got "router")
+	require.Equal(t, `pb.yaml:1:8: zenoh: want a mapping with keys connect, connect_as, id, listen, mode, routing, scouting (got "router")
 pb.yaml:3:16: routes.auto_bridge: want true or false (got "yes please")
 pb.yaml:5:11: dds.domain: want an integer (got "1.5")`, err.Error())
 
@@ -234,4 +235,60 @@ func TestConfigConnectAs(t *testing.T) {
 
 	c = bridge.DefaultConfig()
 	require.EqualError(t, c.OverrideFrom("--connect-as", "zenoh.connect_as", "bridge"), `--connect-as: zenoh.connect_as: unknown value "bridge" (allowed: client, router)`)
+}
+
+// zenoh.routing.router.linkstate.transport_weights (zenohd's
+// routing/router/linkstate/transport_weights): entries {dst_zid, weight}
+// reach the router as a map by zid; a bad zid, a weight outside
+// 1..65535, a zid given twice, an unknown key and weights outside router
+// mode name file:line:col, the key and the allowed values.
+func TestConfigTransportWeights(t *testing.T) {
+	require.Empty(t, bridge.DefaultConfig().Zenoh.Routing.Router.Linkstate.TransportWeights)
+	c, err := bridge.ParseConfig("pb.yaml", []byte(`zenoh:
+  routing:
+    router:
+      linkstate:
+        transport_weights:
+          - {dst_zid: a5, weight: 30}
+          - dst_zid: 1234567890abcdef1122334455667788
+            weight: 65535
+`))
+	require.NoError(t, err)
+	m, err := c.Zenoh.Routing.TransportWeightMap()
+	require.NoError(t, err)
+	require.Equal(t, map[wire.ZID]uint16{
+		wire.MustZID([]byte{0xa5}): 30,
+		wire.MustZID([]byte{0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0xef, 0xcd, 0xab, 0x90, 0x78, 0x56, 0x34, 0x12}): 65535,
+	}, m)
+
+	_, err = bridge.ParseConfig("pb.yaml", []byte(`zenoh:
+  routing:
+    router:
+      linkstate:
+        transport_weights:
+          - {dst_zid: xyz, weight: 30}
+          - {dst_zid: "00", weight: 0}
+          - {dst_zid: A5, weight: 65536}
+          - {dst_zid: 0xa5, weight: 7}
+          - {dst_zid: 112233445566778899aabbccddeeff0011, weight: -1}
+`))
+	require.EqualError(t, err, `pb.yaml:6:23: zenoh.routing.router.linkstate.transport_weights[0].dst_zid: want a zid as zenohd prints it: 1..32 hex digits (1..16 bytes), not all zero (got "xyz")
+pb.yaml:7:23: zenoh.routing.router.linkstate.transport_weights[1].dst_zid: want a zid as zenohd prints it: 1..32 hex digits (1..16 bytes), not all zero (got "00")
+pb.yaml:7:37: zenoh.routing.router.linkstate.transport_weights[1].weight: must be in 1..65535 (got 0)
+pb.yaml:8:35: zenoh.routing.router.linkstate.transport_weights[2].weight: must be in 1..65535 (got 65536)
+pb.yaml:9:23: zenoh.routing.router.linkstate.transport_weights[3].dst_zid: 0xa5 already has a weight in transport_weights[2] (allowed: one entry per zid)
+pb.yaml:10:23: zenoh.routing.router.linkstate.transport_weights[4].dst_zid: want a zid as zenohd prints it: 1..32 hex digits (1..16 bytes), not all zero (got "112233445566778899aabbccddeeff0011")
+pb.yaml:10:67: zenoh.routing.router.linkstate.transport_weights[4].weight: must be in 1..65535 (got -1)`)
+	require.ErrorIs(t, err, knobs.ErrRange)
+
+	_, err = bridge.ParseConfig("pb.yaml", []byte("zenoh:\n  routing:\n    router:\n      linkstate:\n        transport_weights: [{dst_zid: a5, wieght: 3}]\n"))
+	require.EqualError(t, err, `pb.yaml:5:43: zenoh.routing.router.linkstate.transport_weights[0].wieght: unknown key in zenoh.routing.router.linkstate.transport_weights[0] (allowed: dst_zid, weight)`)
+	require.ErrorIs(t, err, knobs.ErrUnknownKey)
+
+	_, err = bridge.ParseConfig("pb.yaml", []byte("zenoh:\n  mode: peer\n  routing: {router: {linkstate: {transport_weights: [{dst_zid: a5, weight: 3}]}}}\n"))
+	require.EqualError(t, err, `pb.yaml:3:53: zenoh.routing.router.linkstate.transport_weights: link weights need zenoh.mode router (got mode "peer"; allowed here: [])`)
+
+	c = bridge.DefaultConfig()
+	require.NoError(t, c.OverrideFrom("--cfg", "zenoh.routing.router.linkstate.transport_weights", "[{dst_zid: a5, weight: 0}]"))
+	require.EqualError(t, c.Validate(), `--cfg: zenoh.routing.router.linkstate.transport_weights[0].weight: must be in 1..65535 (got 0)`)
 }

@@ -89,6 +89,7 @@ func (c *Config) clone() *Config {
 	n := *c
 	n.Zenoh.Listen = slices.Clone(c.Zenoh.Listen)
 	n.Zenoh.Connect = slices.Clone(c.Zenoh.Connect)
+	n.Zenoh.Routing.Router.Linkstate.TransportWeights = slices.Clone(c.Zenoh.Routing.Router.Linkstate.TransportWeights)
 	n.Routes.Allow = slices.Clone(c.Routes.Allow)
 	n.Routes.Deny = slices.Clone(c.Routes.Deny)
 	n.Routes.Critical = slices.Clone(c.Routes.Critical)

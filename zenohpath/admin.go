@@ -157,8 +157,10 @@ type AdminLink struct {
 	Dst string `json:"dst"`
 }
 
-// AdminWeight is the edge cost towards a router neighbour (null until both
-// ends claim the link).
+// AdminWeight is the edge towards a router neighbour (null until both ends
+// claim the link), as zenohd's links_info (zenoh-mesh-auth.md §5):
+// SrcWeight our configured weight towards it, DstWeight its weight towards
+// us (null = unset), ActualWeight the edge cost (§1.6) truncated to u16.
 type AdminWeight struct {
 	SrcWeight    *uint16 `json:"src_weight"`
 	DstWeight    *uint16 `json:"dst_weight"`
@@ -181,14 +183,22 @@ func (r *Router) adminSummary(cfg AdminConfig) AdminSummary {
 			as.Links = append(as.Links, AdminLink{Dst: a.Network() + "/" + a.String()})
 		}
 		if f.mesh {
-			if w, ok := r.mesh.net.EdgeWeight(f.zid); ok {
-				as.Weight = &AdminWeight{ActualWeight: uint16(w)}
+			if li, ok := r.mesh.net.LinkInfo(f.zid); ok {
+				as.Weight = &AdminWeight{SrcWeight: optWeight(li.SrcWeight), DstWeight: optWeight(li.DstWeight), ActualWeight: li.ActualWeight()}
 			}
 		}
 		out.Sessions = append(out.Sessions, as)
 	}
 	sort.SliceStable(out.Sessions, func(i, j int) bool { return out.Sessions[i].Peer < out.Sessions[j].Peer })
 	return out
+}
+
+// optWeight is a link weight as the admin JSON has it: null when unset.
+func optWeight(w uint16) *uint16 {
+	if w == 0 {
+		return nil
+	}
+	return &w
 }
 
 // adminRegion names a session's region as zenohd 1.9+ does (§2.1).

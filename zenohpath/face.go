@@ -100,6 +100,8 @@ type face struct {
 	congested atomic.Bool
 	// declsSent counts the DECLARE messages queued to the face (FaceInfo).
 	declsSent atomic.Int64
+	// pushesSent counts the PUSH messages queued to the face (FaceInfo).
+	pushesSent atomic.Int64
 
 	closed     bool
 	remoteKeys map[uint16]string            // key ids the peer declared (resolve M=1 from it)
@@ -210,8 +212,11 @@ func (f *face) send(m wire.NetworkMessage, o sendOptions, kind string) {
 	}
 	if f.sent1(f.link.send(m, o), kind) {
 		f.r.metrics.routedInc(kind)
-		if kind == kindDeclareLabel {
+		switch kind {
+		case kindDeclareLabel:
 			f.declsSent.Add(1)
+		case "push":
+			f.pushesSent.Add(1)
 		}
 	}
 }
@@ -223,7 +228,11 @@ func (f *face) sendShared(s *shared, o sendOptions, kind string) bool {
 	if o.Block && f.congested.Load() {
 		o.Block = false
 	}
-	return f.sent1(f.link.sendShared(s, o), kind)
+	ok := f.sent1(f.link.sendShared(s, o), kind)
+	if ok && kind == "push" {
+		f.pushesSent.Add(1)
+	}
+	return ok
 }
 
 // sent1 accounts for the result of one send: true when it was queued; a

@@ -2,6 +2,7 @@ package zenohpath_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/picobridge/picobridge/internal/interop"
 	"github.com/picobridge/picobridge/zenohpath"
+	"github.com/picobridge/picobridge/zenohpath/routing"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -276,4 +278,156 @@ func parseHexZID(s string) (wire.ZID, error) {
 	}
 	slices.Reverse(b)
 	return wire.MustZID(b), nil
+}
+
+// TestInteropMeshWeightsMatchRust: configured link weights (zenohd's
+// routing.router.linkstate.transport_weights, zenoh-mesh-auth.md §1.6)
+// in a triangle of our router G and two real Rust routers R1, R2 (both
+// dial G, R2 dials R1). G sets 1000 towards R2; R1 sets 30 towards G and
+// 60 towards R2; R2 sets 500 towards G and 40 towards R1. So the edges
+// cost G–R1 30 (one end set, received from R1), R1–R2 60 (the larger of
+// two Rust ends), G–R2 1000 (the larger: ours, sent in our H block, over
+// R2's 500), each times the tie factor, and the two-hop path G–R1–R2 (90)
+// is cheaper than the direct edge. Every router's graph (ours and both
+// Rust admin linkstate/north views) shows exactly these costs, both admin
+// summaries show the src/dst/actual weights of the G–R2 session, every
+// router agrees on the path (our next hop, Rust's route/successor), and
+// 100 publications from G to a subscriber on R2 all go through R1: the
+// face to R1 gets 100 PUSHes, the direct face to R2 none.
+func TestInteropMeshWeightsMatchRust(t *testing.T) {
+	skipShort(t)
+	interop.FindPython(t)
+	const gHex, r1, r2 = "aa000000000000000000000000000001", "a5", "1234567890abcdef1122334455667788"
+	g, err := parseHexZID(gHex)
+	require.NoError(t, err)
+	z1, err := parseHexZID(r1)
+	require.NoError(t, err)
+	z2, err := parseHexZID(r2)
+	require.NoError(t, err)
+	r := zenohpath.NewRouter(zenohpath.RouterConfig{ZID: g, TransportWeights: map[wire.ZID]uint16{z2: 1000}})
+	t.Cleanup(func() { _ = r.Close() })
+	ln, err := r.Listen(context.Background(), "tcp/127.0.0.1:0")
+	require.NoError(t, err)
+	adm, err := r.ServeAdminSpace(zenohpath.AdminConfig{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = adm.Close() })
+
+	weights := func(ws ...string) string {
+		var parts []string
+		for i := 0; i < len(ws); i += 2 {
+			parts = append(parts, `{dst_zid:"`+ws[i]+`",weight:`+ws[i+1]+`}`)
+		}
+		return "routing/router/linkstate/transport_weights=[" + strings.Join(parts, ",") + "]"
+	}
+	ep1, ep2 := interop.FreeEndpoint(t), interop.FreeEndpoint(t)
+	interop.StartReady(t, "router", "--mode", "router", "--listen", ep1, "--connect", ln.Endpoint(),
+		"--cfg", `id="`+r1+`"`, "--cfg", "adminspace/enabled=true", "--cfg", weights(gHex, "30", r2, "60"))
+	interop.StartReady(t, "router", "--mode", "router", "--listen", ep2, "--connect", ln.Endpoint(), "--connect", ep1,
+		"--cfg", `id="`+r2+`"`, "--cfg", "adminspace/enabled=true", "--cfg", weights(gHex, "500", r1, "40"))
+	eventually(t, "both Rust routers in the graph", 20*time.Second, func() bool { return len(r.MeshRouters()) == 2 })
+
+	pair := func(a, b string) [2]string {
+		if b < a {
+			a, b = b, a
+		}
+		return [2]string{a, b}
+	}
+	want := map[[2]string]float64{
+		pair(gHex, r1): routing.EdgeCost(g, z1, 0, 30),
+		pair(r1, r2):   routing.EdgeCost(z1, z2, 60, 40),
+		pair(gHex, r2): routing.EdgeCost(g, z2, 1000, 500),
+	}
+	t.Logf("expected costs: %v", want)
+	s, err := zenohpath.Open(context.Background(), zenohpath.Config{Router: r})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	get := func(key string) []byte {
+		ch, err := s.Get(key, nil)
+		require.NoError(t, err)
+		var out []byte
+		for rep := range ch {
+			if smp, ok := rep.Ok(); ok {
+				out = smp.Payload()
+			}
+		}
+		return out
+	}
+	for _, id := range []string{gHex, r1, r2} {
+		var edges map[[2]string]float64
+		eventually(t, "the weighted link-state graph of "+id, 30*time.Second, func() bool {
+			edges = parseDot(t, string(get("@/"+id+"/router/linkstate/north")))
+			if len(edges) != len(want) {
+				return false
+			}
+			for k, w := range want {
+				if d := edges[k] - w; d > 1e-9 || d < -1e-9 {
+					return false
+				}
+			}
+			return true
+		})
+		t.Logf("%s: %v", id, edges)
+	}
+
+	// The G–R1 and G–R2 sessions as the admin summaries show them.
+	for _, tc := range []struct {
+		node, peer string
+		src, dst   uint16
+	}{{gHex, r2, 1000, 500}, {r2, gHex, 500, 1000}, {gHex, r1, 0, 30}, {r1, gHex, 30, 0}} {
+		var sum zenohpath.AdminSummary
+		require.NoError(t, json.Unmarshal(get("@/"+tc.node+"/router"), &sum), tc.node)
+		i := slices.IndexFunc(sum.Sessions, func(x zenohpath.AdminSession) bool { return x.Peer == tc.peer })
+		require.GreaterOrEqual(t, i, 0, "%s has a session with %s", tc.node, tc.peer)
+		w := sum.Sessions[i].Weight
+		require.NotNil(t, w, "%s → %s", tc.node, tc.peer)
+		opt := func(v uint16) *uint16 {
+			if v == 0 {
+				return nil
+			}
+			return &v
+		}
+		require.Equal(t, opt(tc.src), w.SrcWeight, "%s → %s src_weight", tc.node, tc.peer)
+		require.Equal(t, opt(tc.dst), w.DstWeight, "%s → %s dst_weight", tc.node, tc.peer)
+		require.Equal(t, uint16(want[pair(tc.node, tc.peer)]), w.ActualWeight, "%s → %s actual_weight", tc.node, tc.peer)
+	}
+
+	// Every router routes along G–R1–R2.
+	require.Equal(t, r1, r.MeshNextHop(r2), "our next hop towards R2")
+	for _, tc := range []struct{ at, src, dst, succ string }{
+		{r2, r2, gHex, r1}, {r1, gHex, r2, r2}, {r1, r2, gHex, gHex},
+	} {
+		require.Equal(t, `"`+tc.succ+`"`, string(get("@/"+tc.at+"/router/route/successor/src/"+tc.src+"/dst/"+tc.dst)),
+			"%s: successor from %s to %s", tc.at, tc.src, tc.dst)
+	}
+
+	// 100 samples from G to a subscriber on R2, all through R1.
+	const n = 100
+	sub := interop.StartReady(t, "sub", "weights/x", "--connect", ep2, "--count", strconv.Itoa(n), "--quiet", "--timeout", interop.Seconds(30*time.Second))
+	pub, err := s.DeclarePublisher("weights/x", zenohpath.PublisherOptions{CongestionControl: zenohpath.CongestionControlBlock})
+	require.NoError(t, err)
+	eventually(t, "G's publisher matches the subscriber on R2", 20*time.Second, pub.HasMatchingSubscribers)
+	pushes := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, f := range r.Faces() {
+			out[f.ZID] += f.PushesSent
+		}
+		return out
+	}
+	before := pushes()
+	for i := range uint64(n) {
+		p := []byte("zpq1\x00\x00\x00\x00\x00\x00\x00\x00")
+		binary.LittleEndian.PutUint64(p[4:], i)
+		require.NoError(t, pub.Put(p, nil))
+	}
+	var sum interop.SubSummary
+	require.NoError(t, sub.WaitEvent("done", 30*time.Second).Decode(&sum))
+	require.True(t, sum.Complete, "%+v", sum)
+	require.Equal(t, n, sum.Count)
+	require.Equal(t, n, sum.Unique)
+	require.Zero(t, sum.Dups)
+	require.True(t, sum.InOrder)
+	after := pushes()
+	require.Equal(t, int64(n), after[r1]-before[r1], "PUSHes to R1")
+	require.Equal(t, int64(0), after[r2]-before[r2], "PUSHes on the direct (expensive) edge to R2")
+	t.Logf("samples: %d/%d at R2's subscriber; PUSHes from G: %d to R1, %d to R2", sum.Count, n, after[r1]-before[r1], after[r2]-before[r2])
 }

@@ -49,6 +49,14 @@ type RouterConfig struct {
 	// (0 = transport.DefaultMaxMessageSize, 8 MiB) also bounds what the
 	// in-process sessions may send and receive (ErrTooLarge).
 	Transport transport.Config
+	// TransportWeights are our link weights towards neighbour routers, by
+	// zid: zenohd's routing.router.linkstate.transport_weights
+	// ([{dst_zid, weight}], weight 1..65535; 0 = unset, the entry is
+	// ignored). They go to the other routers in our link-state (the H
+	// block, zenoh-mesh-auth.md §1.2) and the cost of an edge is the
+	// larger of its two ends' weights, 100 when neither sets one (§1.6).
+	// Only used when WhatAmI is router; nil = none.
+	TransportWeights map[wire.ZID]uint16
 }
 
 // Router routes Zenoh network messages between faces. Create it with
@@ -126,6 +134,7 @@ func NewRouter(cfg RouterConfig) *Router {
 	}
 	if r.whatami == wire.WhatAmIRouter {
 		r.mesh = newMesh(r)
+		r.mesh.net.SetLinkWeights(cfg.TransportWeights) // no link yet: nothing to send
 		if cfg.DialAsRouter {
 			r.dialWhatAmI = wire.WhatAmIRouter
 		}
@@ -196,6 +205,9 @@ type FaceInfo struct {
 	// DeclarationsSent counts the DECLARE messages (declarations,
 	// undeclarations, DeclareFinal) the router queued to the face.
 	DeclarationsSent int64 `json:"declarations_sent"`
+	// PushesSent counts the PUSH messages (publications) queued to the
+	// face: on a router face, what the mesh routed through it.
+	PushesSent int64 `json:"pushes_sent"`
 	// AuthID is the first name authentication gave the peer (usrpwd user,
 	// else TLS certificate CN or SAN; transport.Identity.Names); "" when none.
 	AuthID string `json:"auth_id,omitempty"`
@@ -214,7 +226,8 @@ func (r *Router) Faces() []FaceInfo {
 			ID: f.id, ZID: f.zid.String(), WhatAmI: f.whatami.String(), Upstream: f.upstream,
 			Subscribers: len(f.ents[kindSub]), Queryables: len(f.ents[kindQbl]), Tokens: len(f.ents[kindTok]),
 			Interests: len(f.interests), Pending: len(f.pending), DeclarationsSent: f.declsSent.Load(),
-			AuthID: authID(f.ident),
+			PushesSent: f.pushesSent.Load(),
+			AuthID:     authID(f.ident),
 		})
 	}
 	return out

@@ -168,6 +168,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		// zenoh.connect_as router: zenoh.connect dials router↔router
 		// links (mesh faces with link-state, zenohpath/mesh.go).
 		rc.DialAsRouter = cfg.Zenoh.ConnectAs == bridge.ConnectAsRouter
+		if rc.TransportWeights, err = cfg.Zenoh.Routing.TransportWeightMap(); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Zenoh.ID != "" {
 		if rc.ZID, err = ParseZID(cfg.Zenoh.ID); err != nil {

@@ -37,7 +37,7 @@ type routerOptions struct {
 	maxMsg   int
 	logLevel string
 	metrics  string
-	cfg      []string // --cfg KEY:VALUE, scouting keys only (scout.go)
+	cfg      []string // --cfg KEY:VALUE: scouting (scout.go), security (security.go), transport weights (routing.go)
 	// connectAs: the role -e dials with, "client" (default) or "router"
 	// (zenohd's way: link-state with a router, docs/router.md).
 	connectAs string
@@ -54,6 +54,7 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 		Example: `  picobridge router -l tcp/0.0.0.0:7447
   picobridge router -l tcp/0.0.0.0:7447 -l udp/0.0.0.0:7447 -e tcp/10.0.0.1:7447 --id 1234abcd
   picobridge router --cfg scouting/multicast/enabled:true --cfg scouting/multicast/interface:eth0
+  picobridge router -e tcp/10.0.0.1:7447 --connect-as router --cfg 'routing/router/linkstate/transport_weights:[{"dst_zid":"1a2b","weight":500}]'
   picobridge router -l tls/0.0.0.0:7447 --cfg transport/link/tls/listen_certificate:cert.pem \
       --cfg transport/link/tls/listen_private_key:key.pem --cfg transport/auth/usrpwd/dictionary_file:users.txt`,
 		Args: cobra.NoArgs,
@@ -74,8 +75,9 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 		fmt.Sprintf("largest network message sent or reassembled, bytes (%d to %d; zenohd's transport max message size)", minMaxMessageSize, maxMaxMessageSize))
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics and the JSON status /routerz on this address (e.g. 127.0.0.1:9464); off when empty")
-	f.StringArrayVar(&o.cfg, "cfg", nil, "set a configuration key, zenohd style KEY:VALUE (repeatable); keys: "+strings.Join(append(scoutingKeyNames(), securityKeyNames()...), ", ")+
-		" (multicast scouting answers only on the interfaces named, none by default; access_control takes a JSON object; docs/security.md)")
+	f.StringArrayVar(&o.cfg, "cfg", nil, "set a configuration key, zenohd style KEY:VALUE (repeatable); keys: "+strings.Join(cfgKeyNames(), ", ")+
+		" (multicast scouting answers only on the interfaces named, none by default; access_control takes a JSON object, docs/security.md; "+
+		transportWeightsKey+` a JSON list of {"dst_zid": "<zid hex>", "weight": 1..65535}, docs/router.md)`)
 	return cmd
 }
 
@@ -158,6 +160,9 @@ func (o *routerOptions) validate() error {
 	if _, err := o.scouting(); err != nil {
 		return err
 	}
+	if _, err := o.transportWeights(); err != nil {
+		return err
+	}
 	_, err := o.security()
 	return err
 }
@@ -214,7 +219,8 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	if err != nil {
 		return cli.Usage(err)
 	}
-	cfg := zenohpath.RouterConfig{Logger: log, ACL: sec.acl, DialAsRouter: o.connectAs == "router",
+	weights, _ := o.transportWeights() // validated above
+	cfg := zenohpath.RouterConfig{Logger: log, ACL: sec.acl, DialAsRouter: o.connectAs == "router", TransportWeights: weights,
 		Transport: transport.Config{Lease: o.lease, BatchSize: o.batch, MaxMessageSize: o.maxMsg, TLS: sec.tls, UsrPwd: sec.usrpwd}}
 	if o.id != "" {
 		if cfg.ZID, err = parseZID(o.id); err != nil {

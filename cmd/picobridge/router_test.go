@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/picobridge/picobridge/internal/interop"
 	"github.com/picobridge/picobridge/zenohpath"
+	"github.com/picobridge/picobridge/zenohpath/routing"
+	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
 func TestParseZID(t *testing.T) {
@@ -117,6 +121,19 @@ func TestRouterFlagValidation(t *testing.T) {
 		{"id zero", func(o *routerOptions) { o.id = "0x000" }, `--id "0x000"`},
 		{"max message size small", func(o *routerOptions) { o.maxMsg = 100 }, "--max-message-size 100: want 1024 to 1073741824 bytes"},
 		{"max message size huge", func(o *routerOptions) { o.maxMsg = 2 << 30 }, "--max-message-size 2147483648"},
+		{"weights not JSON", func(o *routerOptions) { o.cfg = []string{"routing/router/linkstate/transport_weights:[{dst_zid: a5}]"} },
+			`--cfg routing/router/linkstate/transport_weights: "[{dst_zid: a5}]": want a JSON list of {"dst_zid": "<zid hex>", "weight": 1..65535}`},
+		{"weights unknown field", func(o *routerOptions) {
+			o.cfg = []string{`routing/router/linkstate/transport_weights:[{"dst_zid":"a5","wieght":3}]`}
+		}, `unknown field "wieght"`},
+		{"weight zero", func(o *routerOptions) {
+			o.cfg = []string{`routing.router.linkstate.transport_weights:[{"dst_zid":"a5","weight":0}]`}
+		}, "--cfg routing.router.linkstate.transport_weights[0].weight: must be in 1..65535 (got 0)"},
+		{"weight zid", func(o *routerOptions) {
+			o.cfg = []string{`routing/router/linkstate/transport_weights:[{"dst_zid":"a5","weight":1},{"dst_zid":"g","weight":2}]`}
+		}, `--cfg routing.router.linkstate.transport_weights[1].dst_zid: want a zid as zenohd prints it: 1..32 hex digits (1..16 bytes), not all zero (got "g")`},
+		{"cfg unknown key lists weights", func(o *routerOptions) { o.cfg = []string{"routing/router/peer/mode:x"} },
+			`, routing/router/linkstate/transport_weights)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := ok
@@ -130,4 +147,81 @@ func TestRouterFlagValidation(t *testing.T) {
 	o := ok
 	o.lease, o.batch = time.Second, 64
 	require.NoError(t, o.validate())
+}
+
+// TestRouterCommandTransportWeights: --cfg
+// routing/router/linkstate/transport_weights reaches the router and the
+// wire: a Go router with the configured zid dials `picobridge router` as a
+// router, and both admin summaries show the weight on their session (ours
+// as src_weight there, dst_weight here) and the edge cost 500 × the tie
+// factor, truncated.
+func TestRouterCommandTransportWeights(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	peer, err := wire.ParseZID("1a2b")
+	require.NoError(t, err)
+	readyCh := make(chan *zenohpath.Router, 1)
+	eps := make(chan []string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runRouter(ctx, routerOptions{listen: []string{"tcp/127.0.0.1:0"}, id: "abc123", lease: 10 * time.Second, batch: 65535, maxMsg: 8 << 20, logLevel: "info",
+			cfg: []string{`routing/router/linkstate/transport_weights:[{"dst_zid":"1a2b","weight":500},{"dst_zid":"ff","weight":7}]`}},
+			&interop.SyncBuffer{}, func(r *zenohpath.Router, e []string) { readyCh <- r; eps <- e })
+	}()
+	var cmdRouter *zenohpath.Router
+	select {
+	case cmdRouter = <-readyCh:
+	case err := <-done:
+		t.Fatalf("router exited: %v", err)
+	}
+	r2 := zenohpath.NewRouter(zenohpath.RouterConfig{ZID: peer, DialAsRouter: true})
+	defer r2.Close()
+	adm, err := r2.ServeAdminSpace(zenohpath.AdminConfig{})
+	require.NoError(t, err)
+	defer adm.Close()
+	require.NoError(t, r2.Connect(ctx, (<-eps)[0], true))
+	s, err := zenohpath.Open(ctx, zenohpath.Config{Router: r2})
+	require.NoError(t, err)
+	defer s.Close()
+	want := uint16(routing.EdgeCost(cmdRouter.ZID(), peer, 500, 0))
+	weightAt := func(node, peer string) *zenohpath.AdminWeight {
+		ch, err := s.Get("@/"+node+"/router", nil)
+		require.NoError(t, err)
+		for rep := range ch {
+			if smp, ok := rep.Ok(); ok {
+				var sum zenohpath.AdminSummary
+				require.NoError(t, json.Unmarshal(smp.Payload(), &sum))
+				for _, ss := range sum.Sessions {
+					if ss.Peer == peer {
+						return ss.Weight
+					}
+				}
+			}
+		}
+		return nil
+	}
+	u := func(v uint16) *uint16 { return &v }
+	for _, tc := range []struct {
+		node, peer string
+		want       zenohpath.AdminWeight
+	}{
+		{"abc123", "1a2b", zenohpath.AdminWeight{SrcWeight: u(500), ActualWeight: want}},
+		{"1a2b", "abc123", zenohpath.AdminWeight{DstWeight: u(500), ActualWeight: want}},
+	} {
+		deadline := time.Now().Add(interop.Scale(10 * time.Second))
+		for {
+			w := weightAt(tc.node, tc.peer)
+			if w != nil && reflect.DeepEqual(*w, tc.want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				got, _ := json.Marshal(w)
+				exp, _ := json.Marshal(tc.want)
+				t.Fatalf("%s: weight of session %s: got %s, want %s", tc.node, tc.peer, got, exp)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	cancel()
+	require.NoError(t, <-done)
 }

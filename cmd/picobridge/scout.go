@@ -38,6 +38,11 @@ var scoutingKeys = map[string]func(*zenohpath.ScoutingConfig, string) error{
 	"scouting/unicast/address":     func(c *zenohpath.ScoutingConfig, v string) error { c.Unicast.Address = v; return nil },
 }
 
+// cfgKeyNames lists every key of `picobridge router --cfg`.
+func cfgKeyNames() []string {
+	return append(append(scoutingKeyNames(), securityKeyNames()...), transportWeightsKey)
+}
+
 func scoutingKeyNames() []string {
 	var ks []string
 	for k := range scoutingKeys {
@@ -58,12 +63,12 @@ func (o *routerOptions) scouting() (zenohpath.ScoutingConfig, error) {
 			return c, fmt.Errorf("--cfg %q: want KEY:VALUE, e.g. scouting/multicast/interface:eth0", kv)
 		}
 		key := strings.ReplaceAll(strings.TrimSpace(k), ".", "/")
-		if isSecurityKey(key) {
-			continue // security.go
+		if isSecurityKey(key) || key == transportWeightsKey {
+			continue // security.go, routing.go
 		}
 		set, ok := scoutingKeys[key]
 		if !ok {
-			return c, fmt.Errorf("--cfg %q: unknown key %q (allowed: %s)", kv, k, strings.Join(append(scoutingKeyNames(), securityKeyNames()...), ", "))
+			return c, fmt.Errorf("--cfg %q: unknown key %q (allowed: %s)", kv, k, strings.Join(cfgKeyNames(), ", "))
 		}
 		v = strings.TrimSpace(v)
 		if uq, err := strconv.Unquote(v); err == nil {

@@ -26,7 +26,10 @@ type node struct {
 	hasWhatAmI bool
 	sn         uint64
 	links      []wire.ZID // neighbours it claims
-	locators   []string
+	// weights are the link weights the node set, by neighbour (only the
+	// set ones: 1..65535; a link without entry is unset, §1.2, §1.6).
+	weights  map[wire.ZID]uint16
+	locators []string
 }
 
 // peerLink is one router session: the remote's zid and its numbering
@@ -58,6 +61,9 @@ type Network struct {
 	// computed (to find new children).
 	children map[wire.ZID]map[LinkID]bool
 	locators []string
+	// config is our configured weight per neighbour router (zenohd's
+	// routing.router.linkstate.transport_weights, §1.6); nil = none.
+	config map[wire.ZID]uint16
 }
 
 // Out is what a Network operation asks the caller to send: a link-state
@@ -68,7 +74,7 @@ type Out map[LinkID][]LinkState
 // §1.3), which announces locators (nil = none).
 func NewNetwork(self wire.ZID, locators []string) *Network {
 	n := &Network{
-		nodes:    []*node{{zid: self, whatami: wire.WhatAmIRouter, hasWhatAmI: true, sn: 1}},
+		nodes:    []*node{{zid: self, whatami: wire.WhatAmIRouter, hasWhatAmI: true, sn: 1, weights: map[wire.ZID]uint16{}}},
 		idx:      map[wire.ZID]int{self: 0},
 		links:    map[LinkID]*peerLink{},
 		children: map[wire.ZID]map[LinkID]bool{},
@@ -86,7 +92,7 @@ func (n *Network) add(z wire.ZID) int {
 	if i, ok := n.idx[z]; ok {
 		return i
 	}
-	nd := &node{zid: z}
+	nd := &node{zid: z, weights: map[wire.ZID]uint16{}}
 	for i := 1; i < len(n.nodes); i++ {
 		if n.nodes[i] == nil {
 			n.nodes[i] = nd
@@ -111,10 +117,20 @@ func (n *Network) state(i int) LinkState {
 	if i == 0 && len(nd.locators) > 0 {
 		s.HasLocators, s.Locators = true, nd.locators
 	}
+	var ws []uint16
+	set := false
 	for _, z := range nd.links {
 		if j, ok := n.idx[z]; ok {
 			s.Links = append(s.Links, uint64(j))
+			w := nd.weights[z]
+			ws = append(ws, w)
+			set = set || w != 0
 		}
+	}
+	// The H block only when a link has a weight, unset ones as 0 (§1.2;
+	// make_link_state): so is a relayed node's state, as it set it.
+	if set {
+		s.Weights = ws
 	}
 	return s
 }
@@ -180,6 +196,9 @@ func (n *Network) AddLink(id LinkID, z wire.ZID, w wire.WhatAmI) Out {
 	self := n.nodes[0]
 	if !slices.Contains(self.links, z) {
 		self.links = append(self.links, z)
+		if w := n.config[z]; w != 0 {
+			self.weights[z] = w
+		}
 		self.sn++
 	}
 	out := Out{id: n.states(n.all())}
@@ -211,6 +230,7 @@ func (n *Network) RemoveLink(id LinkID) (Out, []wire.ZID) {
 		self := n.nodes[0]
 		if k := slices.Index(self.links, l.zid); k >= 0 {
 			self.links = slices.Delete(self.links, k, k+1)
+			delete(self.weights, l.zid)
 			self.sn++
 			for lid := range n.links {
 				out[lid] = n.states([]int{0})
@@ -263,9 +283,20 @@ func (n *Network) HandleLinkStates(id LinkID, list []LinkState) (Out, []wire.ZID
 			nd.locators = append([]string(nil), s.Locators...)
 		}
 		nd.links = nd.links[:0]
-		for _, p := range s.Links {
-			if lz, ok := l.psid[p]; ok && !slices.Contains(nd.links, lz) {
+		nd.weights = map[wire.ZID]uint16{}
+		for k, p := range s.Links {
+			lz, ok := l.psid[p]
+			if !ok {
+				continue
+			}
+			if !slices.Contains(nd.links, lz) {
 				nd.links = append(nd.links, lz)
+			}
+			// A later duplicate replaces the weight, as Rust's map insert.
+			if k < len(s.Weights) && s.Weights[k] != 0 {
+				nd.weights[lz] = s.Weights[k]
+			} else {
+				delete(nd.weights, lz)
 			}
 		}
 		if isNew {
@@ -376,11 +407,36 @@ func (n *Network) prune() []wire.ZID {
 	return gone
 }
 
-// weight is the cost of edge i–j (§1.6: 100, as no weights are configured
-// here and received ones are not read yet, times Rust's tie-breaking
-// factor).
+// weight is the cost of edge i–j (zenoh-mesh-auth.md §1.6; update_edge in
+// zenoh's network.rs): EdgeCost of the weights each end set towards the
+// other, from their link-states (ours from the configuration).
 func (n *Network) weight(i, j int) float64 {
-	return DefaultWeight * tieFactor(n.nodes[i].zid, n.nodes[j].zid)
+	a, b := n.nodes[i], n.nodes[j]
+	return EdgeCost(a.zid, b.zid, a.weights[b.zid], b.weights[a.zid])
+}
+
+// EdgeCost is the cost of the edge between routers a and b when a set
+// weight wa towards b and b set wb towards a (0 = unset), as Rust ≥ 1.4
+// computes it (zenoh-mesh-auth.md §1.6; update_edge in network.rs):
+// DefaultWeight (100) when neither is set, the one set when only one is,
+// the larger when both are; times tieFactor(a, b), a factor in [1, 1.01]
+// that only breaks ties between equal-cost paths. The result is a float
+// cost (Rust's f64); the admin space shows it truncated to u16 (§5).
+func EdgeCost(a, b wire.ZID, wa, wb uint16) float64 {
+	return float64(effectiveWeight(wa, wb)) * tieFactor(a, b)
+}
+
+// effectiveWeight is §1.6's rule before the tie factor.
+func effectiveWeight(wa, wb uint16) uint16 {
+	switch {
+	case wa == 0 && wb == 0:
+		return DefaultWeight
+	case wa == 0:
+		return wb
+	case wb == 0:
+		return wa
+	}
+	return max(wa, wb)
 }
 
 // ComputeTrees recomputes the shortest-path tree of every root (§2.3).
@@ -584,11 +640,77 @@ func (n *Network) Dot() string {
 // EdgeWeight is the cost of the edge between us and neighbour z and
 // whether the edge exists (both ends claim it).
 func (n *Network) EdgeWeight(z wire.ZID) (float64, bool) {
+	l, ok := n.LinkInfo(z)
+	return l.Cost, ok
+}
+
+// LinkInfo is the weight view of the edge to one neighbour router, as
+// zenohd's admin space reports it per session (links_info, §5).
+type LinkInfo struct {
+	// SrcWeight is our weight towards the neighbour, DstWeight its weight
+	// towards us (from its link-state); 0 = unset.
+	SrcWeight, DstWeight uint16
+	// Cost is the edge cost (EdgeCost, §1.6).
+	Cost float64
+}
+
+// ActualWeight is the cost as zenohd's admin space shows it: the float
+// truncated to u16, saturating at 65535 (Rust's `as u16`).
+func (l LinkInfo) ActualWeight() uint16 {
+	if l.Cost >= 0xffff {
+		return 0xffff
+	}
+	return uint16(l.Cost)
+}
+
+// LinkInfo describes the edge between us and neighbour z; false when
+// there is no edge (both ends must claim it).
+func (n *Network) LinkInfo(z wire.ZID) (LinkInfo, bool) {
 	j, ok := n.idx[z]
 	if !ok || !n.edge(0, j) {
-		return 0, false
+		return LinkInfo{}, false
 	}
-	return n.weight(0, j), true
+	self, nb := n.nodes[0], n.nodes[j]
+	return LinkInfo{SrcWeight: self.weights[z], DstWeight: nb.weights[self.zid], Cost: n.weight(0, j)}, true
+}
+
+// SetLinkWeights replaces our configured link weights, by neighbour
+// router (zenohd's routing.router.linkstate.transport_weights: weights
+// 1..65535; a zero or absent entry is unset; §1.6). Weights of links
+// already open change at once: when one does, our sn goes up and every
+// link gets our new state (update_link_weights in zenoh's network.rs).
+// It returns what to send; the map is copied.
+func (n *Network) SetLinkWeights(w map[wire.ZID]uint16) Out {
+	cfg := map[wire.ZID]uint16{}
+	for z, v := range w {
+		if v != 0 {
+			cfg[z] = v
+		}
+	}
+	n.config = cfg
+	self := n.nodes[0]
+	changed := false
+	for _, z := range self.links {
+		if self.weights[z] == cfg[z] {
+			continue
+		}
+		changed = true
+		if cfg[z] == 0 {
+			delete(self.weights, z)
+		} else {
+			self.weights[z] = cfg[z]
+		}
+	}
+	if !changed {
+		return nil
+	}
+	self.sn++
+	out := Out{}
+	for lid := range n.links {
+		out[lid] = n.states([]int{0})
+	}
+	n.ComputeTrees()
+	return out
 }
 
 // tieFactor is Rust's tie-breaking multiplier of an edge's cost

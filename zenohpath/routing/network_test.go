@@ -259,3 +259,94 @@ func TestRelayKeepsClaimsOfNewNodes(t *testing.T) {
 	require.Equal(t, a, mapped[uint64(ai)], "and A's psid mapped in the same list")
 	require.NotContains(t, n.Routers(), a, "A is not routable before its own state confirms the edge")
 }
+
+// TestEdgeCostRule: §1.6 with exact values. The factor of zids 0d–0b is
+// the one zenohd computes (TestTieFactorMatchesRust): neither end sets a
+// weight → 100, one end → its value, both → the larger, each times the
+// factor; the admin view truncates and saturates at 65535 as Rust's `as
+// u16`.
+func TestEdgeCostRule(t *testing.T) {
+	a, b := z(0x0d), z(0x0b)
+	const f = 1.0050796751154307
+	for _, tc := range []struct {
+		wa, wb uint16
+		eff    uint16
+	}{
+		{0, 0, 100}, {50, 0, 50}, {0, 70, 70}, {50, 70, 70}, {70, 50, 70},
+		{1, 0, 1}, {0, 65535, 65535}, {100, 100, 100}, {1000, 150, 1000},
+	} {
+		require.Equal(t, tc.eff, effectiveWeight(tc.wa, tc.wb), "%d %d", tc.wa, tc.wb)
+		require.InDelta(t, float64(tc.eff)*f, EdgeCost(a, b, tc.wa, tc.wb), 1e-9, "%d %d", tc.wa, tc.wb)
+		require.Equal(t, EdgeCost(a, b, tc.wa, tc.wb), EdgeCost(b, a, tc.wb, tc.wa), "symmetric")
+	}
+	require.Equal(t, uint16(100), LinkInfo{Cost: 100 * f}.ActualWeight())
+	require.Equal(t, uint16(1005), LinkInfo{Cost: 1000 * f}.ActualWeight())
+	require.Equal(t, uint16(65535), LinkInfo{Cost: 65535 * f}.ActualWeight())
+}
+
+// TestNetworkWeights: a triangle A–B, B–C, A–C. A sets 1000 towards C:
+// the direct edge costs 1000 (×factor) at every router (B learns it from
+// A's relayed state), so A reaches C through B (cost ≈200). C then sets 150
+// towards A: the larger, 1000, still counts. A drops its weight: C's 150
+// counts alone and A goes direct again. A's own state carries the H block
+// only while it sets a weight, one weight per link, unset ones as 0.
+func TestNetworkWeights(t *testing.T) {
+	A, B, C := z(0xa), z(0xb), z(0xc)
+	s := newSim(t, A, B, C)
+	na, nb, nc := s.nets[A], s.nets[B], s.nets[C]
+	require.Nil(t, na.SetLinkWeights(map[wire.ZID]uint16{C: 1000, z(0xe): 7}), "no link yet: nothing to send")
+	ab, _ := s.connect(A, B)
+	s.connect(B, C)
+	ac, _ := s.connect(A, C)
+
+	cost := func(n *Network, x, y wire.ZID, want uint16) {
+		t.Helper()
+		require.InDelta(t, float64(want)*tieFactor(x, y), n.weight(n.idx[x], n.idx[y]), 1e-9)
+	}
+	for _, n := range []*Network{na, nb, nc} {
+		cost(n, A, C, 1000)
+		cost(n, A, B, 100)
+		cost(n, B, C, 100)
+	}
+	hop, ok := na.NextHop(A, C)
+	require.True(t, ok)
+	require.Equal(t, ab, hop, "the cheaper two-hop path")
+	li, ok := nc.LinkInfo(A)
+	require.True(t, ok)
+	require.Equal(t, uint16(0), li.SrcWeight)
+	require.Equal(t, uint16(1000), li.DstWeight)
+	require.Equal(t, uint16(1000*tieFactor(A, C)), li.ActualWeight())
+	li, _ = na.LinkInfo(C)
+	require.Equal(t, uint16(1000), li.SrcWeight)
+	require.Equal(t, uint16(0), li.DstWeight)
+
+	own := na.states([]int{0})[0]
+	require.Len(t, own.Weights, len(own.Links))
+	for k, p := range own.Links {
+		want := uint16(0)
+		if zz, _ := na.ZIDAt(uint16(p)); zz == C {
+			want = 1000
+		}
+		require.Equal(t, want, own.Weights[k])
+	}
+	enc := AppendLinkStateList(nil, []LinkState{own})
+	require.Equal(t, byte(0x0b), enc[1], "options P|W|H")
+
+	snA := na.nodes[0].sn
+	s.send(nc, nc.SetLinkWeights(map[wire.ZID]uint16{A: 150}))
+	s.run()
+	for _, n := range []*Network{na, nb, nc} {
+		cost(n, A, C, 1000)
+	}
+	s.send(na, na.SetLinkWeights(nil))
+	s.run()
+	require.Equal(t, snA+1, na.nodes[0].sn, "a weight change bumps the sn")
+	for _, n := range []*Network{na, nb, nc} {
+		cost(n, A, C, 150)
+	}
+	hop, ok = na.NextHop(A, C)
+	require.True(t, ok)
+	require.Equal(t, ac, hop, "direct again")
+	require.Nil(t, na.states([]int{0})[0].Weights, "no weight set: no H block")
+	require.Nil(t, na.SetLinkWeights(nil), "no change: nothing to send")
+}

@@ -110,3 +110,36 @@ func appendZIDNibble(b []byte, z ZID, low byte) []byte {
 }
 
 func zidNibbleLen(z ZID) int { return 1 + max(int(z.n), 1) }
+
+// ParseZID parses a ZID written as zenohd prints it (String): the 128-bit
+// integer in hex, most significant digit first, 1 to 32 hex digits, an
+// optional 0x prefix, leading zeros allowed, not all zero. Upper-case
+// digits are accepted. Errors wrap ErrInvalid.
+func ParseZID(s string) (ZID, error) {
+	h := s
+	if len(h) > 2 && (h[:2] == "0x" || h[:2] == "0X") {
+		h = h[2:]
+	}
+	if h == "" || len(h) > 2*MaxZIDLen {
+		return ZID{}, newErr("ZID", "hex", 0, ErrInvalid)
+	}
+	if len(h)%2 == 1 {
+		h = "0" + h
+	}
+	b, err := hex.DecodeString(h)
+	if err != nil {
+		return ZID{}, newErr("ZID", "hex", 0, ErrInvalid)
+	}
+	for len(b) > 0 && b[0] == 0 {
+		b = b[1:]
+	}
+	if len(b) == 0 {
+		return ZID{}, newErr("ZID", "zero", 0, ErrInvalid)
+	}
+	var z ZID
+	z.n = uint8(len(b))
+	for i := range b {
+		z.b[i] = b[len(b)-1-i]
+	}
+	return z, nil
+}

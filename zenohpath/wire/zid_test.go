@@ -35,3 +35,24 @@ func TestExtChain(t *testing.T) {
 	_, _, err = ParseKeepAlive([]byte{0x6f}, 0x84)
 	require.ErrorIs(t, err, ErrInvalid)
 }
+
+// TestParseZID: zenohd's printed form (String) back to wire bytes:
+// leading zeros and 0x dropped, odd digit counts and upper case accepted;
+// empty, all-zero, non-hex and over 32 digits refused.
+func TestParseZID(t *testing.T) {
+	for in, wireHex := range map[string]string{
+		"a5": "a5", "1a2b": "2b1a", "0x1a2b": "2b1a", "01A2B": "2b1a", "000a5": "a5",
+		"1234567890abcdef1122334455667788": "8877665544332211efcdab9078563412",
+	} {
+		z, err := ParseZID(in)
+		require.NoError(t, err, in)
+		require.Equal(t, wireHex, z.Hex(), in)
+	}
+	z, err := ParseZID("00a5")
+	require.NoError(t, err)
+	require.Equal(t, "a5", z.String())
+	for _, in := range []string{"", "0x", "0", "000", "xyz", "1234567890abcdef1122334455667788a", "a5 "} {
+		_, err := ParseZID(in)
+		require.ErrorIs(t, err, ErrInvalid, "%q", in)
+	}
+}
