@@ -3,6 +3,7 @@ package bridge
 import (
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -712,6 +713,7 @@ func checkEndpoint(e string) error {
 		return fmt.Errorf("unknown protocol %q", proto)
 	}
 	addr, _, _ = strings.Cut(addr, "#") // endpoint config suffix
+	addr, _, _ = strings.Cut(addr, "?") // endpoint metadata
 	i := strings.LastIndexByte(addr, ':')
 	if i < 0 || i == len(addr)-1 {
 		return fmt.Errorf("want <host>:<port> after %s/ (got %q)", proto, addr)
@@ -723,6 +725,15 @@ func checkEndpoint(e string) error {
 	}
 	if _, err := strconv.ParseUint(addr[i+1:], 10, 16); err != nil {
 		return fmt.Errorf("port %s: want 0 to 65535", addr[i+1:])
+	}
+	// The host as the listener and the dialler split it (transport.ParseEndpoint):
+	// "[::1:7447" is refused here, not when the listener opens.
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		var ae *net.AddrError
+		if errors.As(err, &ae) {
+			return fmt.Errorf("address %q: %s", addr, ae.Err)
+		}
+		return fmt.Errorf("address %q: %v", addr, err)
 	}
 	return nil
 }

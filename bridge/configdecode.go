@@ -81,6 +81,13 @@ func decodeConfig(file string, data []byte, base *Config) (*Config, error) {
 	if err := d.ps.err(); err != nil {
 		return nil, err
 	}
+	// An entry without class is auto (the classifier decides): written out,
+	// so that --print-config prints a value the decoder accepts back.
+	for i := range c.Devices.List {
+		if c.Devices.List[i].Class == "" {
+			c.Devices.List[i].Class = OverrideAuto
+		}
+	}
 	return c, nil
 }
 

@@ -88,6 +88,23 @@ func (c *Config) validateSecurity(at func(key, format string, args ...any)) {
 			break
 		}
 	}
+	// A tls/ connect endpoint needs its trust store (and with mTLS its
+	// certificate) at start too: a missing file is a configuration error,
+	// not a dial that fails and is retried forever.
+	for i, ep := range c.Zenoh.Connect {
+		if !strings.HasPrefix(ep, "tls/") {
+			continue
+		}
+		if _, err := c.Transport.Link.TLS.transport().ClientConfig(""); err != nil {
+			key := "transport.link.tls"
+			var te *transport.TLSConfigError
+			if errors.As(err, &te) {
+				key += "." + strings.SplitN(te.Key, "/", 2)[0]
+			}
+			at(key, "%v (needed by zenoh.connect[%d] %s)", err, i, ep)
+			break
+		}
+	}
 	if _, err := zenohpath.NewACL(c.AccessControl); err != nil {
 		var ae *zenohpath.ACLError
 		if errors.As(err, &ae) {

@@ -35,6 +35,10 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"run", "--mode", "bogus"}, 2, `picobridge: --mode: zenoh.mode: unknown value "bogus" (allowed: router, peer, client)`},
 		{[]string{"run", "-l", "tcp/127.0.0.1:99999"}, 2, `picobridge: --listen: zenoh.listen[0]: port 99999: want 0 to 65535 (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
 		{[]string{"run", "-e", "udp/127.0.0.1:70000"}, 2, `picobridge: --connect: zenoh.connect[0]: port 70000: want 0 to 65535 (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
+		// the host is split as the listener splits it, before anything binds
+		{[]string{"run", "-l", "tcp/[::1:7447"}, 2, `picobridge: --listen: zenoh.listen[0]: address "[::1:7447": missing ']' in address (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
+		// a tls/ connect endpoint's trust store is loaded before anything starts, not at each re-dial
+		{[]string{"run", "-e", "tls/127.0.0.1:7448", "--cfg", "transport.link.tls.root_ca_certificate:/nonexistent/ca.pem"}, 2, `picobridge: --cfg: transport.link.tls.root_ca_certificate: tls root_ca_certificate "/nonexistent/ca.pem": open /nonexistent/ca.pem: no such file or directory (needed by zenoh.connect[0] tls/127.0.0.1:7448)`},
 		{[]string{"run", "--metrics", "127.0.0.1:99999"}, 2, `picobridge: --metrics: metrics.listen: port 99999: want 0 to 65535 (got "127.0.0.1:99999")`},
 		{[]string{"run", "--metrics", "nonsense"}, 2, `picobridge: --metrics: metrics.listen: want host:port or empty (got "nonsense")`},
 		{[]string{"run", "--cfg", "policy.batched.rate_hz:abc"}, 2, `picobridge: --cfg: policy.batched.rate_hz: want a number (got "abc")`},
@@ -151,4 +155,27 @@ func TestRouterMetricsInUseBeforeListen(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr.String(), "picobridge: --metrics: listen tcp "+busy.Addr().String()+": bind: address already in use\n")
 	require.NotContains(t, stderr.String(), "msg=listening")
+}
+
+// TestPrintConfigRoundTrip: what --print-config prints is accepted back by
+// -c and prints the same configuration (docs/run.md, "Configuration"), with
+// devices.list entries that leave optional keys (class, ...) unset.
+func TestPrintConfigRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "picobridge.yaml")
+	require.NoError(t, os.WriteFile(f, []byte(`devices:
+  list:
+    - {name: esp1, platform: freertos, board: esp32}
+    - {name: sim1, zid: 3c1f0a2b, platform: zephyr, board: native_sim}
+`), 0o644))
+	var first, stderr bytes.Buffer
+	require.Equal(t, 0, realMain(context.Background(), []string{"run", "--print-config", "-c", f}, &first, &stderr), stderr.String())
+	eff := filepath.Join(dir, "effective.yaml")
+	require.NoError(t, os.WriteFile(eff, first.Bytes(), 0o644))
+	var second bytes.Buffer
+	require.Equal(t, 0, realMain(context.Background(), []string{"run", "--print-config", "-c", eff}, &second, &stderr), stderr.String())
+	require.Empty(t, stderr.String())
+	body := func(s string) string { _, b, _ := strings.Cut(s, "\n"); return b }
+	require.Equal(t, body(first.String()), body(second.String()))
+	require.Contains(t, first.String(), "      class: auto\n")
 }
