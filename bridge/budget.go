@@ -123,9 +123,9 @@ type linkBudget struct {
 	// ctokens is the critical traffic's own bucket (same rate and depth):
 	// the express lane spends it and waits on it alone.
 	ctokens float64
-	last   time.Time
-	queued float64 // bytes in the link model at qAt
-	qAt    time.Time
+	last    time.Time
+	queued  float64 // bytes in the link model at qAt
+	qAt     time.Time
 	// backlog reads the bytes the device's transport session still holds
 	// (Session.TxBacklog); nil: none known.
 	backlog func() int

@@ -74,37 +74,29 @@ func (c *Config) validateSecurity(at func(key, format string, args ...any)) {
 			at("transport.auth.usrpwd.dictionary_file", "%v", err)
 		}
 	}
-	for i, ep := range c.Zenoh.Listen {
-		if !strings.HasPrefix(ep, "tls/") {
-			continue
-		}
-		if _, err := c.Transport.Link.TLS.transport().ServerConfig(); err != nil {
-			key := "transport.link.tls"
-			var te *transport.TLSConfigError
-			if errors.As(err, &te) {
-				key += "." + strings.SplitN(te.Key, "/", 2)[0]
+	// A tls/ endpoint needs its files at start: a listen endpoint its
+	// certificate and key, a connect endpoint its trust store (and with mTLS
+	// its certificate). A missing file is a configuration error, not a dial
+	// that fails and is retried forever.
+	tlsNeeds := func(key string, eps []string, build func() error) {
+		for i, ep := range eps {
+			if !strings.HasPrefix(ep, "tls/") {
+				continue
 			}
-			at(key, "%v (needed by zenoh.listen[%d] %s)", err, i, ep)
-			break
+			if err := build(); err != nil {
+				k := "transport.link.tls"
+				var te *transport.TLSConfigError
+				if errors.As(err, &te) {
+					k += "." + strings.SplitN(te.Key, "/", 2)[0]
+				}
+				at(k, "%v (needed by %s[%d] %s)", err, key, i, ep)
+				return
+			}
 		}
 	}
-	// A tls/ connect endpoint needs its trust store (and with mTLS its
-	// certificate) at start too: a missing file is a configuration error,
-	// not a dial that fails and is retried forever.
-	for i, ep := range c.Zenoh.Connect {
-		if !strings.HasPrefix(ep, "tls/") {
-			continue
-		}
-		if _, err := c.Transport.Link.TLS.transport().ClientConfig(""); err != nil {
-			key := "transport.link.tls"
-			var te *transport.TLSConfigError
-			if errors.As(err, &te) {
-				key += "." + strings.SplitN(te.Key, "/", 2)[0]
-			}
-			at(key, "%v (needed by zenoh.connect[%d] %s)", err, i, ep)
-			break
-		}
-	}
+	tc := c.Transport.Link.TLS.transport()
+	tlsNeeds("zenoh.listen", c.Zenoh.Listen, func() error { _, err := tc.ServerConfig(); return err })
+	tlsNeeds("zenoh.connect", c.Zenoh.Connect, func() error { _, err := tc.ClientConfig(""); return err })
 	if _, err := zenohpath.NewACL(c.AccessControl); err != nil {
 		var ae *zenohpath.ACLError
 		if errors.As(err, &ae) {
