@@ -229,12 +229,16 @@ const DefaultExpressDepth = 4
 
 // BatchedConfig shapes the batched lane.
 type BatchedConfig struct {
-	RateHz            float64       `yaml:"rate_hz"`             // samples/s per device and key, NORMAL
-	NoncriticalRateHz float64       `yaml:"noncritical_rate_hz"` // samples/s for a NONCRITICAL or UNKNOWN device
-	Burst             int           `yaml:"burst"`               // token bucket depth, samples
-	StaleAfter        time.Duration `yaml:"stale_after"`
-	History           int           `yaml:"history"` // samples kept per key between flushes
-	MaxKeys           int           `yaml:"max_keys"`
+	RateHz            float64 `yaml:"rate_hz"`             // samples/s per device and key, NORMAL
+	NoncriticalRateHz float64 `yaml:"noncritical_rate_hz"` // samples/s for a NONCRITICAL or UNKNOWN device
+	Burst             int     `yaml:"burst"`               // token bucket depth, samples
+	// FlushInterval is the lane's flush cadence toward every device (the
+	// gateway's setting; 1 ms..10 s). A device's socket window and TX
+	// flush_ms limit what it sends, never what it receives (anchors.md §2.6).
+	FlushInterval time.Duration `yaml:"flush_interval"`
+	StaleAfter    time.Duration `yaml:"stale_after"`
+	History       int           `yaml:"history"` // samples kept per key between flushes
+	MaxKeys       int           `yaml:"max_keys"`
 }
 
 // SupervisorConfig holds the supervisor's limits.
@@ -611,6 +615,9 @@ func (c *Config) Validate() error {
 	atLeast("policy.batched.history", p.Batched.History, 1)
 	atLeast("policy.batched.max_keys", p.Batched.MaxKeys, 1)
 	positive("policy.batched.stale_after", p.Batched.StaleAfter)
+	if f := p.Batched.FlushInterval; f < time.Millisecond || f > 10*time.Second {
+		at("policy.batched.flush_interval", "must be within 1ms..10s (got %v)", f)
+	}
 	if p.Link.BytesPerS < 0 {
 		at("policy.link.bytes_per_s", "must be ≥ 0 bytes/s (got %v; 0: estimated or none)", p.Link.BytesPerS)
 	}

@@ -15,16 +15,14 @@
 //   - egress.go: a device's two lanes. Express (critical routes): each
 //     sample to the sink at once, a FIFO of at most policy.express.depth
 //     (≤ ring depth) samples per key while the device is busy, keep-latest
-//     (oldest dropped) when it cannot keep up, paced by the device's
-//     express ceiling. Batched (noncritical):
+//     (oldest dropped) when it cannot keep up, never paced by the device's
+//     socket window (invariant 9). Batched (noncritical):
 //     token bucket per key, keep-latest, stale-drop, at most ring depth per
 //     subscription per flush window (a wildcard covers all its keys),
-//     flushed on the device's cadence. Nothing larger than the device can
+//     flushed on the gateway's cadence (policy.batched.flush_interval). Nothing larger than the device can
 //     receive. Every drop has a reason (invariant 2); drops of critical
 //     routes are also counted apart and logged rate-limited (critLogger).
-//   - budget.go: a device's one send budget (Shaping.SendRate) on
-//     per-socket-lock platforms, shared by both lanes and the prober with
-//     priority express > probe > batched (invariant 3); a device link's
+//   - budget.go: a device link's
 //     byte budget (policy.link) shared by both lanes, express first, with a
 //     model of the bytes the gateway itself has in the link (self delay).
 //   - sched.go: the scheduler that serves every device's lanes (units, a
@@ -35,8 +33,7 @@
 //   - classifier.go: per-device classifier (Adaptive Bridge paper).
 //   - supervisor.go: NORMAL / DEGRADED / EMERGENCY with hysteresis.
 //   - gateway.go: Gateway and Device: attach/detach, subscriptions,
-//     Publish (ingress, never blocks), probes, evaluations. A device with a
-//     send budget has its pings sent by its express lane.
+//     Publish (ingress, never blocks), probes, evaluations.
 //   - metrics.go, status.go: Prometheus collector, /devicez, /healthz.
 //   - tcpinfo*.go: the passive TCP_INFO signal on Linux.
 //

@@ -133,8 +133,6 @@ type deviceStats struct {
 	flushes atomic.Uint64
 	errors  atomic.Uint64 // sink errors other than ErrCongested
 	probes  atomic.Uint64
-	// probesSkipped counts pings not sent for want of send budget (not loss).
-	probesSkipped atomic.Uint64
 	// trans counts classifier transitions by the class entered.
 	trans [3]atomic.Uint64
 	// critDropped counts dropped samples of critical routes, whatever
@@ -156,54 +154,40 @@ func (s *deviceStats) drop(l Lane, r DropReason, n int) {
 	s.lanes[l].dropped[r].Add(uint64(n))
 }
 
-// Shaping is what a device's lanes derive from its capacity model and the policy.
+// Shaping is what a device's lanes derive from its capacity model and the
+// policy. It bounds only what the device can receive (invariant 9): each
+// sample ≤ MaxMessageBytes, ≤ RingDepth samples per subscriber per burst
+// (the express lane's per-key depth, the batched lane's per-flush budget),
+// batch bytes ≤ the device's batch size (the transport), and the link
+// budget. The device's socket window is not here: it caps what the device
+// sends, never what it receives (anchors.md §2.6).
 type Shaping struct {
 	// MaxMessageBytes is the largest network message the device can receive:
 	// knobs.Capacity.MaxSampleBytes (frag_max_size or one batch, and the
 	// subscriber slot).
 	MaxMessageBytes int
-	// RingDepth is the most samples of one key per flush (subscriber_ring_depth).
+	// RingDepth is the most samples of one subscription per burst
+	// (subscriber_ring_depth, knobs.Capacity.SamplesPerBurst).
 	RingDepth int
-	// FlushInterval is the batched lane's cadence (knobs.Capacity.FlushInterval).
+	// FlushInterval is the batched lane's cadence: the gateway's
+	// policy.batched.flush_interval, not a device knob.
 	FlushInterval time.Duration
-	// ExpressRate is the most express samples per second (knobs.Capacity.ExpressRateCeiling); 0: no ceiling.
-	ExpressRate float64
-	// SendRate is the device's one send budget: the most sink calls
-	// (express samples, batched flushes and probe pings together) per
-	// second. On a per-socket-lock platform SendsPerWindow per socket
-	// window (never above ExpressRate); 0 elsewhere: no budget beyond the
-	// lanes' own (FlushInterval, ExpressRate).
-	SendRate float64
 }
 
-// SendInterval is the least time between two sink calls of the device:
-// 1/SendRate rounded up to the nanosecond; 0 when there is no budget.
-func (s Shaping) SendInterval() time.Duration { return sendInterval(s.SendRate) }
-
-// ShapingOf derives a device's shaping from its capacity. The slot used is
-// the large one when the device has large subscribers: the gateway cannot
-// tell which of the device's subscribers are large.
-//
-// A device with a per-socket lock (c.PerFdTxCeiling) reads about one batch
-// per socket window and every sink call is at least one batch, so it gets
-// one send budget, SendRate = SendsPerWindow / DrainInterval (8/s on
-// native_sim), shared by both lanes and the prober, and its batched lane
-// flushes no faster than that budget: FlushInterval ≥ 1/SendRate.
-func ShapingOf(c knobs.Capacity) Shaping {
-	s := Shaping{
+// ShapingOf derives a device's shaping from its capacity and the batched
+// lane's flush interval (policy.batched.flush_interval; ≤ 0:
+// knobs.DefaultGatewayFlush). The slot used is the large one when the
+// device has large subscribers: the gateway cannot tell which of the
+// device's subscribers are large.
+func ShapingOf(c knobs.Capacity, flush time.Duration) Shaping {
+	if flush <= 0 {
+		flush = knobs.DefaultGatewayFlush
+	}
+	return Shaping{
 		MaxMessageBytes: c.MaxSampleBytes(c.LargeSlots > 0),
-		RingDepth:       max(c.RingDepth, 1),
-		FlushInterval:   max(c.FlushInterval, time.Millisecond),
-		ExpressRate:     c.ExpressRateCeiling,
+		RingDepth:       c.SamplesPerBurst(),
+		FlushInterval:   max(flush, time.Millisecond),
 	}
-	if c.PerFdTxCeiling && c.DrainInterval > 0 {
-		s.SendRate = SendsPerWindow / c.DrainInterval.Seconds()
-		if c.ExpressRateCeiling > 0 {
-			s.SendRate = min(s.SendRate, c.ExpressRateCeiling)
-		}
-		s.FlushInterval = max(s.FlushInterval, s.SendInterval())
-	}
-	return s
 }
 
 // MessageOverhead is the conservative per-sample encoding cost the lanes
@@ -221,9 +205,6 @@ type egress struct {
 	stats  *deviceStats
 	log    *onceLogger
 	crit   *critLogger // rate-limited lines about dropped critical samples; nil: none
-	// budget is the device's one send budget (Shaping.SendRate), shared
-	// with the prober; it outlives the egress when a device is reconfigured.
-	budget *sendBudget
 	// link is the device's byte budget (policy.link), shared by both
 	// lanes; it outlives the egress too.
 	link *linkBudget
@@ -245,7 +226,6 @@ type egress struct {
 		items map[string][]pendingSample // per key, oldest first, ≤ depth; a key with none is deleted
 		order []string                   // keys with pending samples, in service order
 		depth int                        // samples kept per key: min(policy.express.depth, RingDepth)
-		lim   *rate.Limiter
 		// linkPaced: the last attempt waited for the link budget (critical
 		// traffic alone exceeds it); WaitExpressDrained does not wait for it.
 		linkPaced atomic.Bool
@@ -282,14 +262,9 @@ type keyQueue struct {
 
 func newEgress(device string, shape Shaping, pol PolicyConfig, stats *deviceStats, log *onceLogger) *egress {
 	e := &egress{device: device, shape: shape, pol: pol, stats: stats, log: log,
-		budget: &sendBudget{interval: shape.SendInterval()}, link: &linkBudget{}}
+		link: &linkBudget{}}
 	e.exp.items = map[string][]pendingSample{}
 	e.exp.depth = expressDepth(pol.Express.Depth, shape.RingDepth)
-	lim := rate.Inf
-	if shape.ExpressRate > 0 {
-		lim = rate.Limit(shape.ExpressRate)
-	}
-	e.exp.lim = rate.NewLimiter(lim, 1)
 	e.bat.keys = map[string]*keyQueue{}
 	e.bat.rate = pol.Batched.RateHz
 	return e
@@ -380,9 +355,10 @@ func (e *egress) offerExpress(s Sample, now time.Time) {
 	}
 }
 
-// nextExpress pops the oldest pending express sample if the device's
-// express rate and its send budget allow one at now; otherwise wait is how
-// long until they do (0 with ok false: nothing pending). Keys take turns:
+// nextExpress pops the oldest pending express sample if the link budget
+// allows it at now; otherwise wait is how long until it does (0 with ok
+// false: nothing pending). Nothing else paces the express lane: samples go
+// out at the producer's rate (invariant 9). Keys take turns:
 // a key that still has samples after its oldest is popped goes to the back
 // of the order. While it waits, a key's samples queue up to the lane's
 // depth; beyond, the oldest is dropped (keep-latest, counted as congestion
@@ -393,10 +369,6 @@ func (e *egress) nextExpress(now time.Time) (s Sample, ok bool, wait time.Durati
 	if len(e.exp.order) == 0 {
 		return Sample{}, false, 0
 	}
-	if tokens := e.exp.lim.TokensAt(now); tokens < 1 {
-		wait = time.Duration((1 - tokens) / float64(e.exp.lim.Limit()) * float64(time.Second))
-		return Sample{}, false, max(wait, time.Millisecond)
-	}
 	key := e.exp.order[0]
 	q := e.exp.items[key]
 	p := q[0]
@@ -405,11 +377,7 @@ func (e *egress) nextExpress(now time.Time) (s Sample, ok bool, wait time.Durati
 		return Sample{}, false, wait
 	}
 	e.exp.linkPaced.Store(false)
-	if ok, wait := e.budget.take(now); !ok {
-		return Sample{}, false, max(wait, time.Millisecond)
-	}
 	e.link.spend(sampleBytes(p.s), true, now)
-	e.exp.lim.AllowN(now, 1) // there is a token: checked above, under exp.mu
 	e.exp.order = e.exp.order[1:]
 	if len(q) == 1 {
 		delete(e.exp.items, key)

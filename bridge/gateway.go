@@ -568,14 +568,7 @@ type Device struct {
 
 	errSeen   atomic.Uint64          // sink errors already reported to the supervisor
 	probeName atomic.Pointer[string] // the name the responder subscribed with; nil: no responder
-	// budget is the device's one send budget (Shaping.SendRate), kept
-	// across reconfigurations; probeDue says a ping waits for a token (the
-	// express goroutine sends it: priority express > probe > batched).
-	budget          sendBudget
-	probeGate       sendBudget // probes' share of the budget (ProbeShare)
-	probeDue        atomic.Bool
-	probeSkipLogged atomic.Bool
-	detached        atomic.Bool
+	detached  atomic.Bool
 	// announced is the profile from the device's knob announcement
 	// (announce.go); nil: its configuration's.
 	announced atomic.Pointer[resolvedProfile]
@@ -631,7 +624,7 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	if a := d.announced.Load(); a != nil {
 		prof = *a
 	}
-	shape := ShapingOf(prof.capa)
+	shape := ShapingOf(prof.capa, g.cfg.Policy.Batched.FlushInterval)
 	stats := g.statsFor(name)
 	dlog := g.log.With(slog.String("device", name), slog.String("zid", d.zid))
 	log := &onceLogger{log: dlog}
@@ -646,9 +639,6 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	d.eg.crit = &critLogger{log: dlog, interval: g.cfg.Policy.CriticalDropLogInterval}
 	d.eg.wakeExpress, d.eg.wakeBatched, d.eg.subsOf = d.expUnit.wake, d.batUnit.wake, d
 	d.eg.oversizeHint = d.oversizeHint
-	d.budget.setInterval(shape.SendInterval())
-	d.probeGate.setInterval(sendInterval(ProbeShare * shape.SendRate))
-	d.eg.budget = &d.budget
 	d.eg.link = &d.link
 	d.setLinkBudgetLocked(d.configuredLink(dc), now)
 	d.cls = cls
@@ -852,23 +842,7 @@ func (d *Device) probe(now time.Time) {
 	if name == nil {
 		return
 	}
-	eg := d.egress()
-	if !eg.budget.limited() {
-		d.sendProbe(eg, *name, now)
-		return
-	}
-	// A device with a send budget: at most ProbeShare of it goes to pings,
-	// and the express goroutine sends the ping at the next token no express
-	// sample needs. A ping beyond the share, or still waiting at the next
-	// tick (out of budget for a whole probe interval), is skipped: never
-	// recorded by the classifier, so not counted as loss.
-	if ok, _ := d.probeGate.take(now); !ok || d.probeDue.Swap(true) {
-		eg.stats.probesSkipped.Add(1)
-		if !d.probeSkipLogged.Swap(true) && eg.log != nil && eg.log.log != nil {
-			eg.log.log.Warn("probe skipped: no send budget left for a whole probe interval (not counted as loss; logged once per device)")
-		}
-	}
-	d.expUnit.wake()
+	d.sendProbe(d.egress(), *name, now)
 }
 
 // sendProbe records a ping with the classifier and hands it to the sink.
@@ -878,25 +852,6 @@ func (d *Device) sendProbe(eg *egress, name string, now time.Time) {
 	if err := d.sink.SendProbe(PingKey(name), ping); err != nil && !errors.Is(err, ErrCongested) {
 		eg.log.once(LaneExpress, DropCongestion, "probe not sent", slog.Any("err", err))
 	}
-}
-
-// sendDueProbe sends a waiting ping if no express sample waits and the send
-// budget has a token at now; otherwise wait is how long until it may.
-func (d *Device) sendDueProbe(eg *egress, now time.Time) (sent bool, wait time.Duration) {
-	if !d.probeDue.Load() || eg.expressWaiting() {
-		return false, 0
-	}
-	name := d.probeName.Load()
-	if name == nil { // the responder went away
-		d.probeDue.Store(false)
-		return false, 0
-	}
-	if ok, w := eg.budget.take(now); !ok {
-		return false, w
-	}
-	d.probeDue.Store(false)
-	d.sendProbe(eg, *name, now)
-	return true, 0
 }
 
 // evaluate runs the device's classifier evaluation under the guard's
@@ -989,10 +944,9 @@ func (d *Device) estimateLink(now time.Time) {
 const expressQuantum = 32
 
 // runExpress is the express lane's scheduler unit: it sends express samples
-// as they come, paced by the device's express rate ceiling, send budget and
-// link budget, and, when no express sample waits, the probe pings of a
-// device with a send budget. It returns how long until it may send again
-// (0: nothing waits; it is woken by the next offer or probe).
+// as they come, paced only by the link budget (invariant 9). It returns how
+// long until it may send again (0: nothing waits; it is woken by the next
+// offer).
 func (d *Device) runExpress(now time.Time) time.Duration {
 	if d.detached.Load() {
 		return 0
@@ -1004,14 +958,6 @@ func (d *Device) runExpress(now time.Time) time.Duration {
 			_ = eg.sendExpress(d.sink, s, now)
 			now = d.g.clock.Now()
 			continue
-		}
-		sent, pwait := d.sendDueProbe(eg, now)
-		if sent {
-			now = d.g.clock.Now()
-			continue
-		}
-		if pwait > 0 && (wait == 0 || pwait < wait) {
-			wait = pwait
 		}
 		return wait
 	}
@@ -1038,12 +984,7 @@ func (d *Device) runBatched(now time.Time) time.Duration {
 	if now.Before(d.flushAt) {
 		return d.flushAt.Sub(now)
 	}
-	var wait time.Duration
-	d.flushBuf, wait = d.flushBudgeted(d.flushBuf[:0])
-	if wait > 0 { // out of budget: the samples coalesce (keep-latest) until the token
-		d.flushAt = now.Add(wait)
-		return wait
-	}
+	d.flushBuf = d.flushNow(eg, d.g.clock.Now(), d.flushBuf[:0])
 	d.flushBase, d.flushAt = now, time.Time{}
 	if held, retry := eg.batchedHeld(); held { // held back by the ring or link budget
 		if retry <= 0 || retry > iv {
@@ -1055,26 +996,6 @@ func (d *Device) runBatched(now time.Time) time.Duration {
 	return 0
 }
 
-// flushBudgeted is batchLoop's flush: with nothing pending it sends
-// nothing; on a device with a send budget it yields to a waiting express
-// sample or probe and to an empty budget, returning how long to wait.
-func (d *Device) flushBudgeted(buf []Sample) ([]Sample, time.Duration) {
-	eg := d.egress()
-	now := d.g.clock.Now()
-	if eg.batchedPending() == 0 {
-		return buf, 0
-	}
-	if eg.budget.limited() {
-		if eg.expressWaiting() || d.probeDue.Load() {
-			return buf, eg.budget.yieldWait(now)
-		}
-		if ok, w := eg.budget.take(now); !ok {
-			return buf, w
-		}
-	}
-	return d.flushNow(eg, now, buf), 0
-}
-
 func (d *Device) flushInterval() time.Duration {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
@@ -1084,16 +1005,9 @@ func (d *Device) flushInterval() time.Duration {
 // Flush runs one batched-lane flush now and hands the result to the sink;
 // it returns the slice it used (for reuse). batchLoop calls it on the
 // device's cadence; tests may call it directly.
-//
-// On a device with a send budget a flush called directly does not wait for
-// a token; it is charged to the budget, so the lanes wait the longer.
 func (d *Device) Flush(buf []Sample) []Sample {
 	eg := d.egress()
-	now := d.g.clock.Now()
-	if eg.batchedPending() > 0 {
-		eg.budget.charge(now)
-	}
-	return d.flushNow(eg, now, buf)
+	return d.flushNow(eg, d.g.clock.Now(), buf)
 }
 
 func (d *Device) flushNow(eg *egress, now time.Time, buf []Sample) []Sample {

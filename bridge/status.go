@@ -50,9 +50,6 @@ type DeviceStatus struct {
 	BatchedRateHz float64               `json:"batched_rate_hz"`
 	Subscriptions []string              `json:"subscriptions"`
 	Lanes         map[string]LaneStatus `json:"lanes"` // "express", "batched"
-	// ProbesSkipped counts pings not sent for want of send budget
-	// (Shaping.SendRate); they are not counted as loss.
-	ProbesSkipped uint64 `json:"probes_skipped"`
 	// Link is the device link's byte budget.
 	Link LinkStatus `json:"link"`
 	// CriticalDropped counts dropped samples of critical routes by reason
@@ -136,7 +133,6 @@ func (d *Device) status(now time.Time, transitions, advice bool) DeviceStatus {
 	s.BatchedRateHz = eg.bat.rate
 	eg.bat.mu.Unlock()
 	e, b, lag := eg.depth(now)
-	s.ProbesSkipped = eg.stats.probesSkipped.Load()
 	s.Link.BudgetBytesPerS, s.Link.LaneBytesPerS = d.link.Rate()
 	s.Link.SelfDelay = d.link.selfDelay(now)
 	s.CriticalForwarded = eg.stats.critForwarded.Load()

@@ -335,6 +335,7 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 		a.Notes = append(a.Notes, fmt.Sprintf("topic %s cannot be served: "+format, append([]any{tp.Name}, args...)...))
 		return fmt.Sprintf("cannot be served: "+format, args...)
 	}
+	flush := t.GatewayFlush()
 	for _, tp := range subs {
 		var verdict []string
 		msg := int64(tp.SizeBytes) + rxMessageOverhead
@@ -365,18 +366,18 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 				*need = max(*need, min(roundUp(int64(tp.SizeBytes), step), top))
 			}
 		}
-		perFlush := tp.RateHz * capa.FlushInterval.Seconds()
+		perFlush := tp.RateHz * flush.Seconds()
 		if perFlush > float64(capa.RingDepth) {
-			verdict = append(verdict, fmt.Sprintf("%.1f samples per %v flush > ring depth %d", perFlush, capa.FlushInterval, capa.RingDepth))
+			verdict = append(verdict, fmt.Sprintf("%.1f samples per %v flush > ring depth %d", perFlush, flush, capa.RingDepth))
 			if top := limit(SubscriberRingDepth); perFlush > float64(top) {
-				verdict = append(verdict, cannot(tp, "%.1f samples per %v flush > %s maximum %d", perFlush, capa.FlushInterval, SubscriberRingDepth, top))
+				verdict = append(verdict, cannot(tp, "%.1f samples per %v flush > %s maximum %d", perFlush, flush, SubscriberRingDepth, top))
 				ring = max(ring, top)
 			} else {
 				ring = max(ring, int64(math.Ceil(perFlush)))
 			}
 		}
 		if len(verdict) == 0 {
-			verdict = append(verdict, fmt.Sprintf("fits: %.1f per %v flush ≤ ring %d, %d B ≤ %d B", perFlush, capa.FlushInterval, capa.RingDepth, tp.SizeBytes, capa.MaxSampleBytes(large)))
+			verdict = append(verdict, fmt.Sprintf("fits: %.1f per %v flush ≤ ring %d, %d B ≤ %d B", perFlush, flush, capa.RingDepth, tp.SizeBytes, capa.MaxSampleBytes(large)))
 		}
 		a.Topics = append(a.Topics, TopicAdvice{Topic: tp, Reason: strings.Join(verdict, "; ")})
 	}
@@ -390,7 +391,7 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 		set(SubscriberLargeSize, slotLarge, "a large subscribed topic's sample needs a %d B slot", slotLarge)
 	}
 	if ring > int64(capa.RingDepth) {
-		set(SubscriberRingDepth, ring, "a subscribed topic bursts %d samples per %v flush (a full ring drops the newest)", ring, capa.FlushInterval)
+		set(SubscriberRingDepth, ring, "a subscribed topic bursts %d samples per %v flush (a full ring drops the newest)", ring, flush)
 	}
 	if len(over) != len(rec) {
 		for id, rc := range rec {
@@ -546,12 +547,8 @@ func WriteAdvice(w io.Writer, a *Advice) error {
 		}
 	}
 	c := a.Capacity
-	fmt.Fprintf(&b, "device RX capacity (advised): message ≤ %d B, slot %d B (large %d B x%d), ring %d per %v flush",
-		c.MaxMessageBytes, c.SlotBytes, c.LargeSlotBytes, c.LargeSlots, c.RingDepth, c.FlushInterval)
-	if c.ExpressRateCeiling > 0 {
-		fmt.Fprintf(&b, ", express ≤ %.1f msg/s", c.ExpressRateCeiling)
-	}
-	b.WriteString("\n")
+	fmt.Fprintf(&b, "device RX capacity (advised): message ≤ %d B, slot %d B (large %d B x%d), ring %d per burst (gateway flush %v); receive is not paced by the socket window\n",
+		c.MaxMessageBytes, c.SlotBytes, c.LargeSlotBytes, c.LargeSlots, c.RingDepth, a.Traffic.GatewayFlush())
 	for _, n := range a.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}

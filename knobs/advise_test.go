@@ -98,8 +98,8 @@ func TestAdviseDecisionTree(t *testing.T) {
 			map[string]string{},
 			map[string]string{"/imu": "per-sample"}},
 		{"subscriber burst above the ring: deeper ring", "zephyr", "",
-			[]string{"/cmd sub 200 48 100"},
-			map[string]string{knobs.SubscriberRingDepth: "20"},
+			[]string{"/cmd sub 200 48 100"}, // 10 per 50 ms gateway flush (knobs.DefaultGatewayFlush)
+			map[string]string{knobs.SubscriberRingDepth: "10"},
 			map[string]string{}},
 		{"subscribed sample above the slot: bigger slot", "freertos", "",
 			[]string{"/pose sub 10 1500 100"},
@@ -189,8 +189,8 @@ func TestAdviseClampsToKnobRange(t *testing.T) {
 // notes; the settings come from the topics, as for a traffic file.
 func TestAdviseObserved(t *testing.T) {
 	r := resolve(t, "zephyr", "", "")
-	file := topics(t, "/big sub 20 3000 100", "/burst sub 80 64 100")
-	obs := topics(t, "/big sub 20 3000 100", "/burst sub 80 64 100")
+	file := topics(t, "/big sub 20 3000 100", "/burst sub 160 64 100")
+	obs := topics(t, "/big sub 20 3000 100", "/burst sub 160 64 100")
 	obs.Observed = &knobs.Observed{Window: 12340 * time.Millisecond, RateTau: 5 * time.Second,
 		Dropped: map[string]uint64{"ring_budget": 7, "oversize": 3, "weird": 1}, Flushes: 40, FullFlushes: 9, FlushOccupancy: 0.875, RingDepth: 4, Unmetered: 2}
 	a, b := knobs.Advise(r, file), knobs.Advise(r, obs)

@@ -62,24 +62,25 @@ type Capacity struct {
 	// subscriber per FlushInterval must stay ≤ RingDepth (anchors.md §2.6,
 	// RFC-0074: pacing, not the mean rate, prevents read-task stalls).
 	RingDepth int
-	// DrainInterval is the device's socket timeout window
-	// (zenoh.link.socket_timeout_ms, Z_CONFIG_SOCKET_TIMEOUT): the read task
-	// wakes at least once per window.
-	DrainInterval time.Duration
-	// FlushInterval is the cadence of the gateway's batched lane toward this
-	// device: never faster than the device drains, so max(zenoh.tx.flush_ms,
-	// DrainInterval) on platforms with a per-fd lock and zenoh.tx.flush_ms
-	// elsewhere — the device's own cadence, 50 ms by default, "a good default
-	// for telemetry" (tx-tuning.md; anchors.md §2.6 first bullet).
-	FlushInterval time.Duration
+	// SocketWindow is the device's socket timeout window
+	// (zenoh.link.socket_timeout_ms, Z_CONFIG_SOCKET_TIMEOUT): the SO_RCVTIMEO
+	// of the read task's blocking recv. It limits only what the device SENDS:
+	// with PerFdTxCeiling a send waits while the read task is inside recv,
+	// until data arrives or the window ends (~1 send per window untuned). It
+	// never paces what the device receives: a sample to the device ends the
+	// recv at once (anchors.md §2.6; zenoh-pico tcp_zephyr.c).
+	SocketWindow time.Duration
 	// PerFdTxCeiling is the platform capability per_fd_tx_ceiling (Zephyr
-	// zsock): send and receive share one lock per socket.
+	// zsock): send and receive share one lock per socket, so the device's
+	// own sends wait for the read task's recv to return.
 	PerFdTxCeiling bool
-	// ExpressRateCeiling is the most express samples per second the device can
-	// take when PerFdTxCeiling: each express sample is a send paced by the
-	// socket window, ~0.9 per DrainInterval (tx-tuning.md: ~9 msg/s at 100 ms;
-	// anchors.md §2.6 last bullet). Zero means no per-socket ceiling.
-	ExpressRateCeiling float64
+	// TxBatch, TxFlush and SplitLock are the device's own TX settings
+	// (zenoh.tx.batch, flush_ms, split_lock): how it coalesces what it
+	// publishes. They bound its TX capacity (TxCapacity), never what the
+	// gateway sends to it.
+	TxBatch   bool
+	TxFlush   time.Duration
+	SplitLock bool
 	// Lease is the device's transport lease (Z_TRANSPORT_LEASE,
 	// zenoh.link.lease_ms); KeepAlive = Lease / Z_TRANSPORT_LEASE_EXPIRE_FACTOR.
 	Lease     time.Duration
@@ -95,8 +96,11 @@ func CapacityOf(r *Resolved) Capacity {
 		LargeSlotBytes: int(r.Int(SubscriberLargeSize)),
 		LargeSlots:     int(r.Int(MaxLargeSubscribers)),
 		RingDepth:      int(r.Int(SubscriberRingDepth)),
-		DrainInterval:  ms(r.Int(SocketTimeoutMs)),
+		SocketWindow:   ms(r.Int(SocketTimeoutMs)),
 		PerFdTxCeiling: r.Cap(CapPerFdTxCeiling),
+		TxBatch:        r.Bool(TxBatch),
+		TxFlush:        ms(r.Int(TxFlushMs)),
+		SplitLock:      r.Bool(TxSplitLock),
 		Lease:          ms(r.Int(LeaseMs)),
 	}
 	c.KeepAlive = c.Lease / time.Duration(r.Int(LeaseExpireFactor))
@@ -104,11 +108,6 @@ func CapacityOf(r *Resolved) Capacity {
 		c.MaxMessageBytes = int(r.Int(FragMaxSize))
 	} else {
 		c.MaxMessageBytes = c.BatchSize - StreamPrefixBytes - FrameHeaderBytes
-	}
-	c.FlushInterval = ms(r.Int(TxFlushMs))
-	if c.PerFdTxCeiling {
-		c.FlushInterval = max(c.FlushInterval, c.DrainInterval)
-		c.ExpressRateCeiling = sendRate(c.DrainInterval)
 	}
 	return c
 }
@@ -124,10 +123,29 @@ func (c Capacity) MaxSampleBytes(large bool) int {
 	return min(c.MaxMessageBytes, slot)
 }
 
-// BatchedRateCeiling is the most samples per second one subscriber of the
-// device can take from the batched lane: RingDepth samples per FlushInterval.
-func (c Capacity) BatchedRateCeiling() float64 {
-	return float64(c.RingDepth) / c.FlushInterval.Seconds()
+// SamplesPerBurst is the most samples of one subscriber the device takes
+// in one burst of callbacks (one batch, or back-to-back batches the read
+// task drains before the application runs): its subscriber ring depth,
+// beyond which the newest are dropped (anchors.md §2.6, fourth bullet).
+func (c Capacity) SamplesPerBurst() int { return max(c.RingDepth, 1) }
+
+// TxCapacity is the most samples per second of size bytes the device can
+// publish with its own TX knobs (nano-ros tx-tuning.md's table): ~0.9 sends
+// per socket window on a per-fd-lock platform, each send one sample
+// untuned or a batch of them with TX_BATCH (more with split lock). 0 means
+// the window does not cap the device's sends (no per-fd lock).
+func (c Capacity) TxCapacity(size int) float64 {
+	if !c.PerFdTxCeiling || c.SocketWindow <= 0 {
+		return 0
+	}
+	per := math.Min(1, samplesPerSend(c.BatchSize, float64(size)))
+	if c.TxBatch {
+		per = samplesPerSend(c.BatchSize, float64(size))
+		if c.SplitLock {
+			per *= splitLockGain
+		}
+	}
+	return sendRate(c.SocketWindow) * per
 }
 
 // sendRate is the socket sends per second a per-fd-locked device achieves

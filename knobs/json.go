@@ -87,13 +87,15 @@ type TopicAdviceJSON struct {
 
 // CapacityJSON is the device RX capacity under the advice.
 type CapacityJSON struct {
-	MaxMessageBytes    int     `json:"max_message_bytes"`
-	SlotBytes          int     `json:"slot_bytes"`
-	LargeSlotBytes     int     `json:"large_slot_bytes"`
-	LargeSlots         int     `json:"large_slots"`
-	RingDepth          int     `json:"ring_depth"`
-	FlushIntervalMs    int64   `json:"flush_interval_ms"`
-	ExpressRateCeiling float64 `json:"express_rate_ceiling,omitempty"`
+	MaxMessageBytes int `json:"max_message_bytes"`
+	SlotBytes       int `json:"slot_bytes"`
+	LargeSlotBytes  int `json:"large_slot_bytes"`
+	LargeSlots      int `json:"large_slots"`
+	RingDepth       int `json:"ring_depth"`
+	// GatewayFlushMs is the gateway's batched-lane cadence the ring check
+	// used (knobs.Traffic.GatewayFlush); the device's receive is not paced
+	// by its socket window, so there is no express ceiling.
+	GatewayFlushMs int64 `json:"gateway_flush_ms"`
 }
 
 // AdviceToJSON returns the JSON form of an Advice.
@@ -120,7 +122,7 @@ func AdviceToJSON(a *Advice) AdviceJSON {
 	}
 	c := a.Capacity
 	out.Capacity = CapacityJSON{MaxMessageBytes: c.MaxMessageBytes, SlotBytes: c.SlotBytes, LargeSlotBytes: c.LargeSlotBytes,
-		LargeSlots: c.LargeSlots, RingDepth: c.RingDepth, FlushIntervalMs: c.FlushInterval.Milliseconds(), ExpressRateCeiling: c.ExpressRateCeiling}
+		LargeSlots: c.LargeSlots, RingDepth: c.RingDepth, GatewayFlushMs: a.Traffic.GatewayFlush().Milliseconds()}
 	for _, w := range r.Warnings {
 		out.Warnings = append(out.Warnings, WarningJSON(w))
 	}

@@ -56,6 +56,25 @@ type Traffic struct {
 	Topics      []Topic
 	// Observed is nil for a traffic file.
 	Observed *Observed
+	// FlushInterval is the cadence of the gateway's batched lane toward the
+	// device (bridge policy.batched.flush_interval): a subscribed topic at
+	// rate r bursts r × FlushInterval samples per flush into its ring. 0:
+	// DefaultGatewayFlush.
+	FlushInterval time.Duration
+}
+
+// DefaultGatewayFlush is the batched lane's cadence when a traffic file
+// does not come from a gateway: 50 ms, the bridge's default
+// policy.batched.flush_interval (the same 50 ms zenoh-pico and nano-ros use
+// for their own TX flush, "a good default for telemetry", tx-tuning.md).
+const DefaultGatewayFlush = 50 * time.Millisecond
+
+// GatewayFlush is FlushInterval, or DefaultGatewayFlush when unset.
+func (t *Traffic) GatewayFlush() time.Duration {
+	if t == nil || t.FlushInterval <= 0 {
+		return DefaultGatewayFlush
+	}
+	return t.FlushInterval
 }
 
 // Observed is what a gateway measured beyond the topics' rates and sizes.

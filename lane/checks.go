@@ -281,7 +281,7 @@ func (f *facts) checkSends() Result {
 		held = append(held, "one PUSH per batch ("+knobs.TxBatch+" false)")
 	}
 	if f.capa.PerFdTxCeiling {
-		w := f.capa.DrainInterval
+		w := f.capa.SocketWindow
 		allowed := int(math.Floor(span.Seconds()/w.Seconds()*tol)) + 1
 		res.Observed += fmt.Sprintf("; the socket window allows %d", allowed)
 		if n > allowed {
