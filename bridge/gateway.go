@@ -465,6 +465,9 @@ func (g *Gateway) Attach(id DeviceIdentity, sink DeviceSink) (*Device, error) {
 	if bs, ok := sink.(TxBacklogSource); ok {
 		d.link.backlog = bs.TxBacklogBytes
 	}
+	if ps, ok := sink.(PublishedSource); ok {
+		d.published, d.attachedAt = ps, d.flushBase
+	}
 	d.subsSnap.Store(&subsSnapshot{})
 	d.configure(g.match(zid, id.Name), id.Name)
 	g.mu.Lock()
@@ -575,6 +578,10 @@ type Device struct {
 	ann       announceState
 	// tkeys caches the traffic meter's key of each concrete key (traffic.go).
 	tkeys keyCache
+	// published reports the device's own publications (nil: unknown);
+	// attachedAt is when its count started.
+	published  PublishedSource
+	attachedAt time.Time
 }
 
 // subsSnapshot is an immutable copy of a device's subscriptions with a

@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -157,5 +158,40 @@ func TestNativeSimReceivesAtProducerRate(t *testing.T) {
 			require.Zero(t, ls.Depth)
 		}
 		require.NoError(t, g.Close())
+	})
+}
+
+// pubSink is a sink that reports the device's own publications.
+type pubSink struct {
+	callSink
+	n, bytes int64
+}
+
+func (s *pubSink) Published() (int64, int64) { return s.n, s.bytes }
+
+// The device's own publications (PublishedSource) appear in its observed
+// traffic as one published topic at the mean rate and size since it
+// attached, and advice reports a TX-bound untuned image.
+func TestObservedTrafficPublished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig(t, "devices:\n  list:\n    - {name: slow, zid: \"c3\", platform: zephyr, board: native_sim, env: {CONFIG_NROS_ZENOH_TX_BATCH: \"n\", CONFIG_NROS_ZENOH_TX_SPLIT_LOCK: \"n\"}}\n")
+		g := newGateway(t, cfg, nil)
+		sink := &pubSink{}
+		d, err := g.Attach(bridge.DeviceIdentity{ZID: "c3"}, sink)
+		require.NoError(t, err)
+		require.Empty(t, d.ObservedTraffic("t").Topics, "nothing published yet")
+		time.Sleep(10 * time.Second)
+		sink.n, sink.bytes = 86, 86*64 // 8.6 msg/s of 64 B
+		tr := d.ObservedTraffic("t")
+		require.Equal(t, []knobs.Topic{{Name: bridge.PublishedTopic, Direction: knobs.Pub, RateHz: 8.6, SizeBytes: 64,
+			LatencyBudget: time.Second, Line: 1}}, tr.Topics)
+		require.Equal(t, 50*time.Millisecond, tr.FlushInterval)
+		a := d.Advise("t")
+		require.NotNil(t, a)
+		found := false
+		for _, n := range a.Notes {
+			found = found || strings.Contains(n, "likely TX-bound")
+		}
+		require.True(t, found, "notes: %q", a.Notes)
 	})
 }

@@ -42,6 +42,15 @@ type TxBacklogSource interface {
 	TxBacklogBytes() int
 }
 
+// PublishedSource is what a DeviceSink may also implement to report what
+// the device itself has published since its session opened (samples, and
+// payload bytes): the device's TX, which its socket window and TX knobs cap
+// (knobs.Capacity.TxCapacity). ObservedTraffic turns it into the device's
+// published topic, so `knobs advise --gateway` can tell a TX-bound image.
+type PublishedSource interface {
+	Published() (samples, bytes int64)
+}
+
 // TxRateSetter is what a DeviceSink may also implement to pace the
 // device's transport session (Session.SetTxRate, bytes/s, 0: unpaced): the
 // gateway sets it to the link budget × policy.link.headroom, so the queue

@@ -247,10 +247,41 @@ type keyCache struct {
 // at its weighted rate (three significant digits) and with its largest payload (the size checks are
 // about the largest sample); a key metered under OtherKey is left out.
 // Observed carries the drops by reason and the flush occupancy.
+//
+// When the sink reports the device's own publications (PublishedSource),
+// they are one published topic, PublishedTopic, at their mean rate and mean
+// size since the device attached (at least TrafficMinWindow metered): what
+// the device managed to send, which its TX knobs cap, so advice can tell a
+// TX-bound image (knobs.Advise's TX note).
 func (d *Device) ObservedTraffic(source string) *knobs.Traffic {
 	now := d.g.clock.Now()
 	eg := d.egress()
-	return observedTraffic(source, eg.stats, eg.shape.RingDepth, now)
+	t := observedTraffic(source, eg.stats, eg.shape.RingDepth, now)
+	t.FlushInterval = eg.shape.FlushInterval
+	if d.published != nil {
+		if tp, ok := publishedTopic(d.published, now.Sub(d.attachedAt), len(t.Topics)+1); ok {
+			t.Topics = append(t.Topics, tp)
+		}
+	}
+	return t
+}
+
+// PublishedTopic names the device's own publications, all keys together,
+// in observed traffic.
+const PublishedTopic = "(published by the device)"
+
+// publishedTopic is the device's publications over span as a published
+// topic: mean rate (three significant digits) and mean payload size; false
+// before TrafficMinWindow or without a sample. Its latency budget is 1 s:
+// the gateway does not know the application's.
+func publishedTopic(src PublishedSource, span time.Duration, line int) (knobs.Topic, bool) {
+	n, b := src.Published()
+	if n <= 0 || span < TrafficMinWindow {
+		return knobs.Topic{}, false
+	}
+	rate, _ := strconv.ParseFloat(strconv.FormatFloat(float64(n)/span.Seconds(), 'g', 3, 64), 64)
+	return knobs.Topic{Name: PublishedTopic, Direction: knobs.Pub, RateHz: rate, SizeBytes: int(b / n),
+		LatencyBudget: time.Second, Line: line}, true
 }
 
 func observedTraffic(source string, st *deviceStats, ring int, now time.Time) *knobs.Traffic {

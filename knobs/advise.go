@@ -319,6 +319,10 @@ func Advise(r *Resolved, t *Traffic) *Advice {
 		a.Throughput.Recommended = delivered(next, batchSize, pubs, offered)
 	}
 
+	if t.Observed != nil {
+		a.Notes = append(a.Notes, txBoundNotes(r, pubs)...)
+	}
+
 	// RX: check subscribed topics against the capacity under the recommendation.
 	over := map[string]int64{}
 	for id, rc := range rec {
@@ -601,4 +605,39 @@ func buildLine(k Knob, v int64, kconfig bool) string {
 		return names[0] + "=" + strconv.FormatInt(v, 10) // bools as 1/0
 	}
 	return k.ID + " = " + k.Format(v)
+}
+
+// txBoundShareObserved: a device whose observed sends reach this share of
+// its TX capacity is reported as likely TX-bound.
+const txBoundShareObserved = 0.8
+
+// txBoundNotes compares what a gateway saw a device send with the TX
+// capacity of its knobs (Capacity.TxCapacity): at or near the capacity the
+// image is TX-bound, and what its application publishes beyond it never
+// reaches the gateway (nano-ros tx-tuning.md: ~9 msg/s untuned at 100 ms).
+func txBoundNotes(r *Resolved, pubs []Topic) []string {
+	c := CapacityOf(r)
+	var notes []string
+	for _, tp := range pubs {
+		capa := c.TxCapacity(tp.SizeBytes)
+		if capa <= 0 || tp.RateHz < txBoundShareObserved*capa {
+			continue
+		}
+		n := fmt.Sprintf("%s: the device sent %.1f msg/s of %d B, %.0f%% of the ~%.1f msg/s its TX knobs allow (%s %v with a per-socket lock",
+			tp.Name, tp.RateHz, tp.SizeBytes, 100*tp.RateHz/capa, capa, SocketTimeoutMs, c.SocketWindow)
+		switch {
+		case !c.TxBatch:
+			b := c
+			b.TxBatch = true
+			n += fmt.Sprintf(", no TX batching): it is likely TX-bound, and what its application publishes beyond that never leaves it; %s=true gives ~%.0f msg/s", TxBatch, b.TxCapacity(tp.SizeBytes))
+		case !c.SplitLock:
+			b := c
+			b.SplitLock = true
+			n += fmt.Sprintf(", TX batching without split lock): it is likely TX-bound; %s=true gives ~%.0f msg/s", TxSplitLock, b.TxCapacity(tp.SizeBytes))
+		default:
+			n += ", TX batching and split lock): it is likely TX-bound; a shorter socket window raises it"
+		}
+		notes = append(notes, n)
+	}
+	return notes
 }

@@ -206,3 +206,30 @@ func TestAdviseObserved(t *testing.T) {
 	}, b.Notes[len(a.Notes):])
 	require.Equal(t, append([]string{}, a.Notes...), append([]string{}, b.Notes[:len(a.Notes)]...))
 }
+
+// What a gateway saw a device send, near the TX capacity of its knobs, is
+// reported as TX-bound with the knob that lifts it (tx-tuning.md: untuned
+// ~9 msg/s at a 100 ms window; batching ~136); a traffic file gets no such
+// note, nor does a device well under its capacity.
+func TestAdviseObservedTxBound(t *testing.T) {
+	untuned := resolve(t, "zephyr", "native_sim", "CONFIG_NROS_ZENOH_TX_BATCH=n\nCONFIG_NROS_ZENOH_TX_SPLIT_LOCK=n\n")
+	obs := topics(t, "pub pub 8.6 64 1000")
+	obs.Observed = &knobs.Observed{Window: 10 * time.Second}
+	a := knobs.Advise(untuned, obs)
+	var txNotes []string
+	for _, n := range a.Notes {
+		if strings.Contains(n, "TX-bound") {
+			txNotes = append(txNotes, n)
+		}
+	}
+	require.Equal(t, []string{"pub: the device sent 8.6 msg/s of 64 B, 96% of the ~9.0 msg/s its TX knobs allow (zenoh.link.socket_timeout_ms 100ms with a per-socket lock, no TX batching): it is likely TX-bound, and what its application publishes beyond that never leaves it; zenoh.tx.batch=true gives ~135 msg/s"}, txNotes)
+
+	file := topics(t, "pub pub 8.6 64 1000")
+	for _, n := range knobs.Advise(untuned, file).Notes {
+		require.NotContains(t, n, "TX-bound", "a traffic file states the application's rate")
+	}
+	stock := resolve(t, "zephyr", "native_sim", "")
+	for _, n := range knobs.Advise(stock, obs).Notes {
+		require.NotContains(t, n, "TX-bound", "8.6 msg/s is far under the ~179 msg/s of batching + split lock")
+	}
+}

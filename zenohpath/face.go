@@ -102,6 +102,9 @@ type face struct {
 	declsSent atomic.Int64
 	// pushesSent counts the PUSH messages queued to the face (FaceInfo).
 	pushesSent atomic.Int64
+	// pushesRecv and putBytesRecv count the PUSH messages the face sent
+	// the router and their PUT payload bytes (Face.Published).
+	pushesRecv, putBytesRecv atomic.Int64
 
 	closed     bool
 	remoteKeys map[uint16]string            // key ids the peer declared (resolve M=1 from it)

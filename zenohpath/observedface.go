@@ -107,6 +107,14 @@ func (h Face) WhatAmI() wire.WhatAmI { return h.f.whatami }
 // devices.list may be any of Identity().Names().
 func (h Face) Identity() transport.Identity { return h.f.ident }
 
+// Published is what the peer has published through the face since it
+// opened: PUSH messages and the bytes of their PUT payloads. The gateway
+// meters a device's own sends from it (its TX, which the device's socket
+// window caps).
+func (h Face) Published() (pushes, bytes int64) {
+	return h.f.pushesRecv.Load(), h.f.putBytesRecv.Load()
+}
+
 // Session is the transport session of the face (nil for in-process faces).
 func (h Face) Session() *transport.Session { return h.s }
 

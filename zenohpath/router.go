@@ -385,6 +385,10 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 		r.mu.RUnlock()
 		return
 	}
+	f.pushesRecv.Add(1)
+	if put, ok := m.Body.(*wire.Put); ok {
+		f.putBytesRecv.Add(int64(len(put.Payload)))
+	}
 	key, cause := f.resolveCause(m.WireExpr)
 	if cause != "" {
 		r.mu.RUnlock()

@@ -235,6 +235,10 @@ func (k faceSink) TxBacklogBytes() int {
 	return b
 }
 
+// Published is what the device has published through its face
+// (zenohpath.Face.Published): its own TX.
+func (k faceSink) Published() (samples, bytes int64) { return k.f.Published() }
+
 // SetTxRate paces the device's transport session (Session.SetTxRate) at the
 // link budget × policy.link.headroom.
 func (k faceSink) SetTxRate(bytesPerSecond float64) {
