@@ -98,6 +98,11 @@ type SessionObs struct {
 	AnnounceErr string
 	// DevTimes are the read times of the device's batches after OPEN (capped).
 	DevTimes []time.Time
+	// ToDevTimes are the times of the router's batches to the device after
+	// OPEN (capped): each arrival ends the device's blocking recv, which
+	// lets one of its waiting sends go before the socket window ends
+	// (anchors.md §2.6).
+	ToDevTimes []time.Time
 	Close    string // a CLOSE the device sent (reason)
 
 	// parsers and key tables, owned by the tap's pumps (one per direction)
@@ -144,6 +149,7 @@ func (r *Recorder) Sessions() []SessionObs {
 		c := *s
 		c.DataTimes = append([]time.Time(nil), s.DataTimes...)
 		c.DevTimes = append([]time.Time(nil), s.DevTimes...)
+		c.ToDevTimes = append([]time.Time(nil), s.ToDevTimes...)
 		c.Pushes, c.PushBytes = cloneCounts(s.Pushes), cloneCounts(s.PushBytes)
 		c.Declared = map[string]map[string]bool{}
 		for k, v := range s.Declared {
@@ -245,6 +251,9 @@ func (r *Recorder) batch(s *SessionObs, d Dir, content []byte) batchInfo {
 		if len(s.DevTimes) < maxDataTimes {
 			s.DevTimes = append(s.DevTimes, at)
 		}
+	}
+	if d == ToDevice && opened && len(s.ToDevTimes) < maxDataTimes {
+		s.ToDevTimes = append(s.ToDevTimes, at)
 	}
 	pushes, data := 0, false
 	err := s.parser[d].WalkBatch(content, func(t wire.TransportMessage, n wire.NetworkMessage) error {
