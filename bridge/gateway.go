@@ -71,6 +71,9 @@ type Gateway struct {
 	stats   map[string]*deviceStats   // by label; retained across connections
 	profile map[string]resolvedProfile
 
+	// drained wakes WaitExpressDrained when an express lane sent a sample.
+	drained notifier
+
 	ingressLag atomic.Int64 // max ns spent in Publish since the last reading
 	wakeLag    lagMeter     // lateness of the housekeeping ticks since the last classifier evaluation
 	probeNext  int          // next device (index into devices) the probe tick serves
@@ -765,6 +768,7 @@ func (d *Device) Detach() {
 	d.expUnit.stop()
 	d.batUnit.stop()
 	d.egress().discard()
+	d.g.drained.notify()
 	d.g.log.Info("device detached", slog.String("device", d.Name()))
 }
 
@@ -962,6 +966,7 @@ func (d *Device) runExpress(now time.Time) time.Duration {
 	for range expressQuantum {
 		s, ok, wait := eg.nextExpress(now)
 		if ok {
+			d.g.drained.notify() // taken from the FIFO: WaitExpressDrained looks again
 			_ = eg.sendExpress(d.sink, s, now)
 			now = d.g.clock.Now()
 			continue

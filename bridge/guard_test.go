@@ -372,3 +372,37 @@ func TestLinkBudgetConfiguredAndEstimated(t *testing.T) {
 		require.Equal(t, 225_000.0, conf.lastRate(), "a configured budget is not estimated")
 	})
 }
+
+// WaitExpressDrained returns the instant the last pending sample of its key
+// is taken by the device's express lane (it is notified, it does not
+// poll), and after exactly max when a stalled device never takes it.
+func TestWaitExpressDrainedNotified(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGateway(t, testConfig(t, twoDevices), nil)
+		sink := &fakeSink{expressWait: func(int) time.Duration { return 3 * time.Millisecond }}
+		d, err := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
+		require.NoError(t, err)
+		d.DeclareSubscriber("cmd_vel")
+		cmd := route(t, g, "/cmd_vel")
+		for range 4 {
+			g.Publish(cmd, bridge.Sample{Payload: []byte("x")})
+		}
+		start := time.Now()
+		require.True(t, g.WaitExpressDrained("cmd_vel", time.Second))
+		require.Equal(t, 9*time.Millisecond, time.Since(start), "the fourth is taken after three 3 ms sends")
+
+		stuck := &fakeSink{block: make(chan struct{})}
+		d2, err := g.Attach(bridge.DeviceIdentity{ZID: "b2"}, stuck)
+		require.NoError(t, err)
+		d2.DeclareSubscriber("cmd_vel")
+		time.Sleep(10 * time.Millisecond) // the first device finishes its last send
+		g.Publish(cmd, bridge.Sample{Payload: []byte("y")})
+		g.Publish(cmd, bridge.Sample{Payload: []byte("z")}) // waits behind the blocked send
+		start = time.Now()
+		require.False(t, g.WaitExpressDrained("cmd_vel", 20*time.Millisecond))
+		require.Equal(t, 20*time.Millisecond, time.Since(start))
+		close(stuck.block)
+		require.True(t, g.WaitExpressDrained("cmd_vel", time.Second))
+		require.NoError(t, g.Close())
+	})
+}
