@@ -6,7 +6,7 @@
 // scenario is package eval/demo.
 //
 // Flags and help follow picobridge's style (internal/cli). Exit status: 0 the
-// invariants hold, 1 an invariant did not hold, 2 a usage or configuration
+// criterion holds (PASS), 1 it did not (FAIL), 2 a usage or configuration
 // error (found before anything starts), 3 the run failed for another reason.
 package main
 

@@ -194,4 +194,4 @@ var expectCritical = map[string]bool{CriticalDevice: true, SimDevice: true}
 // topicOfKey maps a device subscription key to its ROS topic.
 func topicOfKey(k string) string { return "/" + k }
 
-var errInvariant = errors.New("invariants violated")
+var errInvariant = errors.New("the demo's criteria did not hold")

@@ -130,7 +130,7 @@ type LinkResult struct {
 }
 
 // Run runs the scenario. It returns an error when the scenario could not
-// run; a run whose invariants failed returns a Result with OK false and the
+// run; a run whose criterion failed (judge.go) returns a Result with OK false and the
 // reasons in Failures (and errInvariant wrapped in the error).
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.defaults(); err != nil {
@@ -358,8 +358,8 @@ loop:
 	return res, nil
 }
 
-// ErrInvariant is wrapped by Run's error when the run completed but an
-// invariant did not hold.
+// ErrInvariant is wrapped by Run's error when the run completed but the
+// criterion (judge.go) did not hold.
 var ErrInvariant = errInvariant
 
 func waitUntil(ctx context.Context, d time.Duration, cond func() bool) error {
