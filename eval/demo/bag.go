@@ -90,7 +90,7 @@ func isDir(p string) bool {
 // describeBag is the demo's first line about its data.
 func describeBag(dir, from string) string {
 	if from == BagFromEmbedded {
-		return fmt.Sprintf("%s (%s: the first %v of %s; %s)", dir, from, demobag.Span, demobag.Source, demobag.Notice)
+		return fmt.Sprintf("%s (%s: the first %.0f s of %s; %s)", dir, from, demobag.Span.Seconds(), demobag.Source, demobag.Notice)
 	}
 	return fmt.Sprintf("%s (%s)", dir, from)
 }

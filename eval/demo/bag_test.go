@@ -49,7 +49,7 @@ func TestFindBagEmbeddedWithoutShared(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, [2]int64{451, 1861}, [2]int64{scan.MessageCount, imu.MessageCount})
 	require.FileExists(t, filepath.Join(filepath.Dir(ch.Dir), "LICENSE"))
-	require.Contains(t, describeBag(ch.Dir, ch.From), "embedded slice: the first 1m2s of mumble_rplidar_imu/hallway_room_loop; BSD-2-Clause")
+	require.Contains(t, describeBag(ch.Dir, ch.From), "embedded slice: the first 62 s of mumble_rplidar_imu/hallway_room_loop; BSD-2-Clause")
 }
 
 // makeShared creates root/shared/data/mumble_rplidar_imu/hallway_room_loop
