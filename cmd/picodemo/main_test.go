@@ -38,3 +38,16 @@ func TestExitStatus(t *testing.T) {
 	require.Contains(t, stdout.String(), "Usage:\n  picodemo [flags]\n\nExamples:\n  picodemo\n")
 	require.Contains(t, stdout.String(), "      --scan-hz float       fixed rate /scan is replayed at, Hz (on a busy host: 10) (default 30)\n")
 }
+
+// TestExitStatusBadShared: a PICOBRIDGE_SHARED without the recording is a
+// configuration error (exit 2) naming the variable, not a silent fallback
+// to the embedded slice.
+func TestExitStatusBadShared(t *testing.T) {
+	bad := t.TempDir()
+	t.Setenv("PICOBRIDGE_SHARED", bad)
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), nil, &stdout, &stderr)
+	require.Equal(t, "picodemo: PICOBRIDGE_SHARED="+bad+": no data/mumble_rplidar_imu/hallway_room_loop there; unset it to replay the embedded slice, or pass --bag DIR\n", stderr.String())
+	require.Equal(t, 2, code)
+	require.Empty(t, stdout.String())
+}

@@ -11,40 +11,57 @@ import (
 	"github.com/picobridge/picobridge/firmware/devsim"
 )
 
-// recordingSink wraps the DDS sink and records, per topic, the header stamp
-// of every message written successfully (the replay rewrites each stamp to
-// its send time, so stamps identify messages and are strictly increasing).
+// recordingSink wraps the DDS sink and records, per topic, every write
+// attempt (the denominator of the demo's criterion: a sample the replay
+// meant to send counts whether or not the write succeeded) and the header
+// stamp of each (the replay rewrites each stamp to its send time, so stamps
+// identify messages and are strictly increasing).
 type recordingSink struct {
 	replay.Sink
-	mu     sync.Mutex
-	stamps map[string][]int64
+	mu       sync.Mutex
+	stamps   map[string][]int64
+	attempts map[string]int
+	errors   map[string]int
 }
 
 func newRecordingSink(s replay.Sink) *recordingSink {
-	return &recordingSink{Sink: s, stamps: map[string][]int64{}}
+	return &recordingSink{Sink: s, stamps: map[string][]int64{}, attempts: map[string]int{}, errors: map[string]int{}}
 }
 
 func (r *recordingSink) Write(topic string, cdr []byte, sourceTime time.Time) error {
 	st, serr := ros2.HeaderStamp(cdr)
 	err := r.Sink.Write(topic, cdr, sourceTime)
-	if err == nil && serr == nil {
-		r.mu.Lock()
-		r.stamps[topic] = append(r.stamps[topic], st.UnixNano())
-		r.mu.Unlock()
+	r.mu.Lock()
+	r.attempts[topic]++
+	if err != nil {
+		r.errors[topic]++
 	}
+	if serr == nil {
+		r.stamps[topic] = append(r.stamps[topic], st.UnixNano())
+	}
+	r.mu.Unlock()
 	return err
 }
 
+// written is the stamps of every write attempt of topic, in order.
 func (r *recordingSink) written(topic string) []int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]int64(nil), r.stamps[topic]...)
 }
 
+// count is the number of write attempts of topic.
 func (r *recordingSink) count(topic string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.stamps[topic])
+	return r.attempts[topic]
+}
+
+// writeErrors is the number of failed writes of topic.
+func (r *recordingSink) writeErrors(topic string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.errors[topic]
 }
 
 // sampleRec is one sample at one device subscriber (devsim.SampleEvent, trimmed).

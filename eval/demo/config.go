@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/picobridge/picobridge/bridge"
-	"github.com/picobridge/picobridge/ddspath/rosbag/rosbagtest"
 	"github.com/picobridge/picobridge/firmware/devsim"
 )
 
@@ -36,9 +34,12 @@ const (
 // Config is the scenario's settings. The zero value of each field takes the
 // default documented on it.
 type Config struct {
-	// BagDir is the bag directory; default: hallway_room_loop found through
-	// $PICOBRIDGE_SHARED or by walking up from the working directory.
+	// BagDir is the bag directory; default: FindBag's (the full
+	// hallway_room_loop in a shared/ folder, else the embedded slice).
 	BagDir string
+	// BagFrom says where BagDir came from (FindBag's BagChoice.From); ""
+	// with BagDir set: BagFromFlag.
+	BagFrom string
 	// Duration of the replay; default 60 s.
 	Duration time.Duration
 	// ScanHz is the fixed rate /scan is replayed at; default 30.
@@ -100,39 +101,15 @@ func (c *Config) defaults() error {
 		c.Progress = io.Discard
 	}
 	if c.BagDir == "" {
-		dir, ok := FindBag()
-		if !ok {
-			return fmt.Errorf("bag %s not found: set PICOBRIDGE_SHARED to the shared/ folder (want %s/%s) or pass --bag", Bag, rosbagtest.MumbleRel, Bag)
+		ch, err := FindBag()
+		if err != nil {
+			return err
 		}
-		c.BagDir = dir
+		c.BagDir, c.BagFrom = ch.Dir, ch.From
+	} else if c.BagFrom == "" {
+		c.BagFrom = BagFromFlag
 	}
 	return nil
-}
-
-// FindBag looks for mumble_rplidar_imu/hallway_room_loop ($PICOBRIDGE_SHARED,
-// then shared/data/... walking up from the working directory, then from the
-// executable's folder).
-func FindBag() (string, bool) {
-	if dir, ok := rosbagtest.FindMumbleDir(); ok {
-		p := filepath.Join(dir, Bag)
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p, true
-		}
-	}
-	if exe, err := os.Executable(); err == nil {
-		for d := filepath.Dir(exe); ; {
-			p := filepath.Join(d, rosbagtest.MumbleRel, Bag)
-			if st, err := os.Stat(p); err == nil && st.IsDir() {
-				return p, true
-			}
-			parent := filepath.Dir(d)
-			if parent == d {
-				break
-			}
-			d = parent
-		}
-	}
-	return "", false
 }
 
 // TunedZephyrEnv are the knob overrides of the critical Zephyr board: its
@@ -164,7 +141,7 @@ func gatewayConfig(c *Config) (*bridge.Config, string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "zenoh:\n  listen: [tcp/127.0.0.1:0]\n")
 	fmt.Fprintf(&b, "dds:\n  domain: %d\n", c.Domain)
-	fmt.Fprintf(&b, "routes:\n  allow: [%q, %q]\n  critical: [%q, %q]\n", ScanTopic, IMUTopic, ScanTopic, IMUTopic)
+	fmt.Fprintf(&b, "routes:\n  allow: [%q, %q]\n  critical: [%q, %q]\n", ScanTopic, IMUTopic, CriticalTopics[0], CriticalTopics[1])
 	fmt.Fprintf(&b, "devices:\n  list:\n")
 	for _, d := range fleetDevices("") {
 		fmt.Fprintf(&b, "    - name: %s\n      platform: %s\n      board: %s\n", d.Name, d.Platform, d.Board)
@@ -203,7 +180,18 @@ func fleetDevices(impaired string) []devsim.DeviceConfig {
 	}
 }
 
+// CriticalTopics are the routes the gateway is configured to treat as
+// critical (routes.critical): every topic of the demo.
+var CriticalTopics = []string{ScanTopic, IMUTopic}
+
+func isCriticalTopic(topic string) bool { return slices.Contains(CriticalTopics, topic) }
+
+// expectCritical are the devices the scenario expects CRITICAL: both sit
+// on a clean loopback link. The criterion applies to them whatever the
+// classifier decided (a demotion must not hide a shortfall).
+var expectCritical = map[string]bool{CriticalDevice: true, SimDevice: true}
+
 // topicOfKey maps a device subscription key to its ROS topic.
 func topicOfKey(k string) string { return "/" + k }
 
-var errInvariant = errors.New("invariants violated")
+var errInvariant = errors.New("the demo's criteria did not hold")

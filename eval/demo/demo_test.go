@@ -5,7 +5,6 @@ package demo_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -15,26 +14,25 @@ import (
 )
 
 // TestDemoSmoke is the CI smoke test of the demo (issue 7 item 5): the same
-// scenario as `bash scripts/run.sh`, short. It asserts invariants only, no
-// latency: the critical device (zephyr1) receives every /scan the replay
-// wrote, in order, while esp1 sits behind the impaired link; no simulated
-// device drops a sample on a full ring or as oversize.
+// scenario as `bash scripts/run.sh`, short, on the bag FindBag picks (the
+// embedded slice without shared/). No latency threshold: the critical
+// device (zephyr1) receives every /scan the replay wrote, in order, while
+// esp1 sits behind the impaired link; no simulated device drops a sample on
+// a full ring or as oversize; then the demo's criterion (res.OK: every
+// CRITICAL device, sim1 included, got ≥ 99 % of each critical topic and no
+// gateway drop on its critical routes).
 func TestDemoSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs the demo scenario for ~25 s")
 	}
-	bag, ok := demo.FindBag()
-	if !ok {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("bag " + demo.Bag + " not found: set PICOBRIDGE_SHARED")
-		}
-		t.Skip("bag " + demo.Bag + " not found: set PICOBRIDGE_SHARED to the shared/ folder")
-	}
+	bag, ferr := demo.FindBag()
+	require.NoError(t, ferr)
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
 	defer cancel()
 	res, err := demo.Run(ctx, demo.Config{
-		BagDir:   bag,
+		BagDir:   bag.Dir,
+		BagFrom:  bag.From,
 		Duration: 15 * time.Second,
 		// 5 Hz instead of the demo's 30: a scan is lost only if the
 		// gateway's express sender is held up for more than 200 ms, which
@@ -71,9 +69,9 @@ func TestDemoSmoke(t *testing.T) {
 
 	// Invariants that do not depend on how fast the host schedules us.
 	require.Positive(t, res.Written[demo.ScanTopic], "the replay wrote /scan")
-	require.Equal(t, res.Written[demo.ScanTopic], scan.Expected)
+	require.Equal(t, res.Written[demo.ScanTopic], scan.Written)
 	require.Zero(t, scan.OutOfOrder, "%s: /scan in order", crit.Name)
-	require.LessOrEqual(t, scan.Delivered, scan.Expected, "%s: no duplicate /scan", crit.Name)
+	require.LessOrEqual(t, scan.Delivered, scan.Written, "%s: no duplicate /scan", crit.Name)
 	require.Equal(t, "linkemu moderate", imp.Link, "the other device is impaired")
 	require.Positive(t, res.Link.MeanAddedDelayMs, "the impaired link delayed packets")
 	for _, d := range res.Devices {
@@ -91,9 +89,9 @@ func TestDemoSmoke(t *testing.T) {
 	// reported as a skip with the numbers instead of a failure.
 	if scan.Missing > 0 && res.LateWakeups > 0 {
 		t.Skipf("host overloaded: goroutines woke up to %.0f ms late (%d times later than the %g Hz /scan period; %s): %s got %d of %d /scan, the %d missing all counted as gateway drops (%v)",
-			res.MaxWakeLateMs, res.LateWakeups, smokeScanHz, res.Host, crit.Name, scan.Delivered, scan.Expected, scan.Missing, crit.GatewayDrops)
+			res.MaxWakeLateMs, res.LateWakeups, smokeScanHz, res.Host, crit.Name, scan.Delivered, scan.Written, scan.Missing, crit.GatewayDrops)
 	}
-	require.Equal(t, scan.Expected, scan.Delivered, "%s: every /scan", crit.Name)
+	require.Equal(t, scan.Written, scan.Delivered, "%s: every /scan", crit.Name)
 	require.Zero(t, scan.Missing, "%s: every /scan", crit.Name)
 	require.NoError(t, err)
 	require.True(t, res.OK, "%v", res.Failures)
