@@ -118,15 +118,16 @@ func (c *Config) defaults() error {
 // about 9 messages/s, and a LaserScan needs two batches: that is what sim1
 // shows.
 var TunedZephyrEnv = map[string]string{
-	"NROS_ZENOH_SOCKET_TIMEOUT_MS":  "5",    // read task window: ~180 batches/s
+	"NROS_ZENOH_SOCKET_TIMEOUT_MS":  "5",    // socket window: its own sends wait ≤ 5 ms
 	"NROS_ZENOH_BATCH_UNICAST_SIZE": "4096", // a LaserScan fits one batch
 }
 
 // ClassifierTuning is the demo's classifier: the default 5 Hz probes, but a
 // 2 s window (10 probes), evaluations every 0.5 s, 2 consecutive (the
 // default window is 50 probes = 10 s, 1 s evaluations, 3 consecutive).
-// Probes stay at 5 Hz (the gateway's send budget of a per-socket-lock device
-// gives them at most a quarter of it: sim1 is probed about every 500 ms).
+// Probes stay at 5 Hz: a probe to a device ends its read task's recv at
+// once, whatever its socket window, and the pong is sent from that task
+// (docs/probe.md).
 const ClassifierTuning = `classifier:
   probe_interval: 200ms
   probe_timeout: 1s
