@@ -44,6 +44,9 @@ const (
 	// StatsEnv=1 prints one `zephyrfd {json}` line per used socket on
 	// stderr at exit (ParseStats reads them).
 	StatsEnv = "ZEPHYRFD_STATS"
+	// GraceEnv is how long, in ms, the reading thread's next turn is held
+	// for it after a recv returns (default 5; 0 turns it off).
+	GraceEnv = "ZEPHYRFD_GRACE_MS"
 )
 
 // Build writes zephyrfd.c into workDir and compiles it into workDir/Library
@@ -72,6 +75,8 @@ type Stats struct {
 	Sends        uint64  `json:"sends"`         // send calls
 	SendsWaited  uint64  `json:"sends_waited"`  // of which waited for the lock
 	SendWaitMs   float64 `json:"send_wait_ms"`  // total time sends waited, ms
+	ResvMade     uint64  `json:"resv_made"`     // turns held for the reader after a recv
+	ResvLapsed   uint64  `json:"resv_lapsed"`   // of which skipped: the reader was away longer than the grace
 }
 
 // statsPrefix starts each stats line.

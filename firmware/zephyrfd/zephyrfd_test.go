@@ -76,6 +76,23 @@ func TestUnixSocketNotSerialized(t *testing.T) {
 	require.Equal(t, "unix send=1 waiters=0 trace=-1 r1=4", first(run("unix")))
 }
 
+// After its recv returns, the reading thread's next turn is held for it for
+// ZEPHYRFD_GRACE_MS (the read task runs on into its next recv on a Zephyr
+// core): a send that arrives while the reader is away waits for the
+// reader's next recv. A reader away longer than the grace loses its turn.
+func TestReaderTurnHeldForGrace(t *testing.T) {
+	run := fdcheck(t)
+	require.Equal(t, "gap trace=rrs r1=-1 r2=-1 send=1", first(run("gap", zephyrfd.GraceEnv+"=5000")))
+
+	out, stderr := run("gap", zephyrfd.GraceEnv+"=20", zephyrfd.StatsEnv+"=1")
+	require.Equal(t, "gap trace=rsr r1=-1 r2=-1 send=1", out)
+	st, err := zephyrfd.ParseStats([]byte(stderr))
+	require.NoError(t, err)
+	require.Len(t, st, 1, stderr)
+	require.Equal(t, uint64(1), st[0].ResvLapsed)
+	require.Equal(t, uint64(2), st[0].ResvMade)
+}
+
 func TestParseStats(t *testing.T) {
 	in := "log line\nzephyrfd {\"fd\":4,\"recvs\":2,\"recv_timeouts\":2,\"sends\":1,\"sends_waited\":1,\"send_wait_ms\":400.461}\nzephyrfd: dlsym failed\n"
 	got, err := zephyrfd.ParseStats([]byte(in))
@@ -94,7 +111,7 @@ func TestStatsEnv(t *testing.T) {
 	require.Len(t, st, 2, "the client and the accepted socket: %s", stderr)
 	cli := st[0]
 	cli.SendWaitMs = 0 // a duration: not compared
-	require.Equal(t, zephyrfd.Stats{FD: cli.FD, Recvs: 2, RecvTimeouts: 2, Sends: 1, SendsWaited: 1}, cli)
+	require.Equal(t, zephyrfd.Stats{FD: cli.FD, Recvs: 2, RecvTimeouts: 2, Sends: 1, SendsWaited: 1, ResvMade: 2}, cli)
 	require.Equal(t, uint64(1), st[1].Recvs)
 	require.Equal(t, uint64(0), st[1].RecvTimeouts)
 }

@@ -11,6 +11,10 @@
  *            caller: one recv() with no data.
  *   unix     an AF_UNIX socketpair (not serialized): S send()s while R is
  *            blocked in recv() on the same fd.
+ *   gap      SO_RCVTIMEO 300 ms: R recv()s, "processes" for 300 ms, recv()s
+ *            again; S send()s during the gap (run with ZEPHYRFD_GRACE_MS
+ *            longer than the gap: S waits for R's second recv; shorter: S
+ *            goes when the grace lapses).
  *
  * Exit status 2 when the shim is not preloaded; SIGALRM after 10 s.
  */
@@ -34,12 +38,16 @@ static volatile int s_done;
 static ssize_t r1 = -2, r2 = -2, sent = -2;
 static int e1, e2;
 static int twice;
+static volatile int r1_done;
+static useconds_t gap_us;
 
 static void *reader(void *arg) {
     (void)arg;
     char buf[16];
     r1 = recv(cli, buf, sizeof buf, 0);
     e1 = errno;
+    __atomic_store_n(&r1_done, 1, __ATOMIC_SEQ_CST);
+    usleep(gap_us);
     if (twice) {
         r2 = recv(cli, buf, sizeof buf, 0);
         e2 = errno;
@@ -98,7 +106,7 @@ int main(int argc, char **argv) {
     void *w = dlsym(RTLD_DEFAULT, "zephyrfd_waiters");
     void *t = dlsym(RTLD_DEFAULT, "zephyrfd_trace");
     if (argc != 2 || w == NULL || t == NULL) {
-        fprintf(stderr, "usage: LD_PRELOAD=libzephyrfd.so fdcheck timeout|data|window|unix\n");
+        fprintf(stderr, "usage: LD_PRELOAD=libzephyrfd.so fdcheck timeout|data|window|unix|gap\n");
         return 2;
     }
     memcpy(&waiters, &w, sizeof w);
@@ -133,6 +141,22 @@ int main(int argc, char **argv) {
     if (strcmp(sc, "window") == 0) {
         reader(NULL);
         printf("window r1=%zd eagain=%d\n", r1, e1 == EAGAIN);
+        return 0;
+    }
+    if (strcmp(sc, "gap") == 0) {
+        struct timeval tv = {.tv_sec = 0, .tv_usec = 300000};
+        setsockopt(cli, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        twice = 1;
+        gap_us = 300000;
+        pthread_create(&rt, NULL, reader, NULL);
+        for (int i = 0; i < 5000 && !__atomic_load_n(&r1_done, __ATOMIC_SEQ_CST); i++) {
+            usleep(1000);
+        }
+        pthread_create(&st, NULL, sender, NULL); /* R is in its gap */
+        pthread_join(st, NULL);
+        pthread_join(rt, NULL);
+        trace(cli, tb, sizeof tb);
+        printf("gap trace=%s r1=%zd r2=%zd send=%zd\n", tb, r1, r2, sent);
         return 0;
     }
     if (strcmp(sc, "timeout") == 0) {
