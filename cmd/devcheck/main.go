@@ -58,10 +58,10 @@ func main() {
 			b, _ := json.MarshalIndent(rep, "", "  ")
 			fmt.Println(string(b))
 		} else {
-			fmt.Println(rep.Markdown())
+			fmt.Println(rep.Header() + "\n\n" + rep.Markdown())
 		}
 		if *out != "" {
-			if werr := os.WriteFile(*out, []byte(rep.Markdown()+"\n"), 0o644); werr != nil {
+			if werr := os.WriteFile(*out, []byte(rep.Header()+"\n\n"+rep.Markdown()+"\n"), 0o644); werr != nil {
 				fmt.Fprintln(os.Stderr, "devcheck:", werr)
 				os.Exit(1)
 			}

@@ -32,6 +32,8 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -168,7 +170,15 @@ type Cell struct {
 // Report is the result of Run.
 type Report struct {
 	Started time.Time `json:"started"`
-	Options struct {
+	// LoadStart, LoadEnd: /proc/loadavg's 1, 5 and 15 min averages at the
+	// start and the end ("" where unreadable).
+	LoadStart string `json:"load_start"`
+	LoadEnd   string `json:"load_end"`
+	// Commit is picobridge's (build info, else git in the working
+	// directory); PicoCommit the zenoh-pico source tree's ("" when unknown).
+	Commit     string `json:"commit"`
+	PicoCommit string `json:"pico_commit"`
+	Options    struct {
 		DurationS float64 `json:"duration_s"`
 		InboundHz float64 `json:"inbound_hz"`
 		Size      int     `json:"size"`
@@ -182,7 +192,8 @@ type Report struct {
 // only when the router or the client sessions cannot start.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	o.defaults()
-	rep := &Report{Started: time.Now()}
+	rep := &Report{Started: time.Now().UTC(), LoadStart: loadAvg(), Commit: ourCommit()}
+	defer func() { rep.LoadEnd = loadAvg() }()
 	rep.Options.DurationS, rep.Options.InboundHz, rep.Options.Size, rep.Options.PicoDir = o.Duration.Seconds(), o.InboundHz, o.Size, o.PicoDir
 
 	r := zenohpath.NewRouter(zenohpath.RouterConfig{})
@@ -219,6 +230,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if err != nil {
 				fmt.Fprintf(o.Log, "devcheck: pico cells skipped: %v\n", err)
 			}
+			rep.PicoCommit = pico.commit
 		}
 	}
 	for _, w := range o.Windows {
@@ -284,8 +296,8 @@ func Payload(now time.Time, size int) []byte {
 }
 
 type picoBins struct {
-	shim, prog string
-	err        error
+	shim, prog, commit string
+	err                error
 }
 
 // ErrNoPico: Options.PicoDir is empty.
@@ -301,6 +313,9 @@ func buildPico(ctx context.Context, o Options) (picoBins, error) {
 	if err != nil {
 		b.err = err
 		return b, err
+	}
+	if n := len(p.Include); n > 0 { // the last one is the source tree's include/
+		b.commit = gitHead(filepath.Dir(p.Include[n-1]))
 	}
 	dir := o.WorkDir
 	if dir == "" {
@@ -494,6 +509,48 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// loadAvg returns the first three fields of /proc/loadavg, "" when unreadable.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// ourCommit is the vcs.revision this binary was built from (12 digits,
+// "-dirty" when modified), else the HEAD of the working directory's git
+// checkout, else "".
+func ourCommit() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev, dirty string
+		for _, st := range bi.Settings {
+			switch st.Key {
+			case "vcs.revision":
+				rev = st.Value
+			case "vcs.modified":
+				if st.Value == "true" {
+					dirty = "-dirty"
+				}
+			}
+		}
+		if rev != "" {
+			return rev[:min(12, len(rev))] + dirty
+		}
+	}
+	return gitHead(".")
+}
+
+// gitHead is `git -C dir rev-parse HEAD`, "" on any error.
+func gitHead(dir string) string {
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 func lastLines(s string, n int) string {

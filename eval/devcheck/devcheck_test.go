@@ -109,3 +109,9 @@ func TestRealPicoLane(t *testing.T) {
 		}
 	}
 }
+
+func TestHeader(t *testing.T) {
+	rep := &devcheck.Report{Started: time.Date(2026, 12, 3, 8, 25, 0, 0, time.UTC), LoadStart: "0.35 0.73 0.71", Commit: "1647d06"}
+	rep.Options.DurationS, rep.Options.InboundHz, rep.Options.Size = 10, 30, 64
+	require.Equal(t, "Measured 2026-12-03 08:25 UTC, picobridge 1647d06, zenoh-pico unknown, load average 0.35 0.73 0.71 at the start and unknown at the end; 10 s per cell, 30 Hz inbound, 64 B samples.", rep.Header())
+}

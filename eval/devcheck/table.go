@@ -5,6 +5,20 @@ import (
 	"strings"
 )
 
+// Header is one line naming the run: date (UTC), picobridge and zenoh-pico
+// commits, the load averages at start and end, duration and stream.
+func (r *Report) Header() string {
+	unknown := func(s string) string {
+		if s == "" {
+			return "unknown"
+		}
+		return s
+	}
+	return fmt.Sprintf("Measured %s UTC, picobridge %s, zenoh-pico %s, load average %s at the start and %s at the end; %g s per cell, %g Hz inbound, %d B samples.",
+		r.Started.Format("2006-01-02 15:04"), unknown(r.Commit), unknown(r.PicoCommit), unknown(r.LoadStart), unknown(r.LoadEnd),
+		r.Options.DurationS, r.Options.InboundHz, r.Options.Size)
+}
+
 // Markdown renders the report as one table, a row per window and mode with
 // real pico and devsim side by side (receive latency p50/p95/p99 in ms over
 // the measured samples; TX in msg/s), then one line per cell error.
