@@ -179,3 +179,31 @@ func TestPrintConfigRoundTrip(t *testing.T) {
 	require.Equal(t, body(first.String()), body(second.String()))
 	require.Contains(t, first.String(), "      class: auto\n")
 }
+
+// TestGroupTypoExits2: a misspelled subcommand under a group (knobs, bag,
+// wire) is a usage error with a suggestion, as at the top level; before,
+// the group's help was printed with status 0 and a typo in a CI script passed.
+func TestGroupTypoExits2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"knobs", "explian"}, "picobridge: unknown command \"explian\" for \"picobridge knobs\" (see picobridge knobs --help)\n\nDid you mean this?\n\texplain\n"},
+		{[]string{"bag", "replya", "BAG"}, "picobridge: unknown command \"replya\" for \"picobridge bag\" (see picobridge bag --help)\n\nDid you mean this?\n\treplay\n"},
+		{[]string{"wire", "decod", "x"}, "picobridge: unknown command \"decod\" for \"picobridge wire\" (see picobridge wire --help)\n\nDid you mean this?\n\tdecode\n"},
+		{[]string{"rn"}, "picobridge: unknown command \"rn\" for \"picobridge\" (see picobridge --help)\n\nDid you mean this?\n\trun\n"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := realMain(context.Background(), tc.args, &stdout, &stderr)
+			require.Equal(t, tc.want, stderr.String())
+			require.Equal(t, 2, code)
+			require.Empty(t, stdout.String())
+		})
+	}
+	// the group alone still prints its help, status 0
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, realMain(context.Background(), []string{"knobs"}, &stdout, &stderr))
+	require.Contains(t, stdout.String(), "picobridge knobs [command]")
+	require.Empty(t, stderr.String())
+}

@@ -31,7 +31,10 @@ func TestMainStatus(t *testing.T) {
 		root := &cobra.Command{Use: "tool"}
 		sub := &cobra.Command{Use: "do", Args: cobra.ExactArgs(1), RunE: func(*cobra.Command, []string) error { return errors.New("failed") }}
 		sub.Flags().Int("count", 1, "how many")
-		root.AddCommand(sub)
+		grp := &cobra.Command{Use: "grp", Short: "a group"}
+		grp.PersistentFlags().String("addr", "", "an address")
+		grp.AddCommand(&cobra.Command{Use: "one", RunE: func(*cobra.Command, []string) error { return nil }})
+		root.AddCommand(sub, grp)
 		return root
 	}
 	for _, tc := range []struct {
@@ -44,6 +47,11 @@ func TestMainStatus(t *testing.T) {
 		{[]string{"do", "--count", "many", "x"}, 2, `tool: invalid argument "many" for "--count" flag: strconv.ParseInt: parsing "many": invalid syntax (see tool do --help)` + "\n"},
 		{[]string{"do", "-count", "3", "x"}, 2, "tool: -count: a long flag takes two dashes: --count (see tool do --help)\n"},
 		{[]string{"od"}, 2, "tool: unknown command \"od\" for \"tool\" (see tool --help)\n\nDid you mean this?\n\tdo\n"},
+		// a typo under a group is refused as at the top level, not answered with the group's help and 0
+		{[]string{"grp", "oen"}, 2, "tool: unknown command \"oen\" for \"tool grp\" (see tool grp --help)\n\nDid you mean this?\n\tone\n"},
+		{[]string{"grp", "--addr", "x", "zzz"}, 2, "tool: unknown command \"zzz\" for \"tool grp\" (see tool grp --help)\n"},
+		{[]string{"grp", "--addr", "x"}, 0, ""},
+		{[]string{"grp", "one"}, 0, ""},
 	} {
 		var out, errb bytes.Buffer
 		require.Equal(t, tc.code, Main(mk(), tc.args, &out, &errb), "%v", tc.args)
