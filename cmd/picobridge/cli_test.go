@@ -207,3 +207,29 @@ func TestGroupTypoExits2(t *testing.T) {
 	require.Contains(t, stdout.String(), "picobridge knobs [command]")
 	require.Empty(t, stderr.String())
 }
+
+// TestHelpCommand: `help`, `help run` and `completion bash`, which
+// `picobridge --help` lists, run with status 0 (before: exit 2 "unknown
+// command"); `help rn` is refused as `rn` is.
+func TestHelpCommand(t *testing.T) {
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := realMain(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	_, rootHelp, _ := run("--help")
+	code, out, stderr := run("help")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, rootHelp, out)
+	_, runHelp, _ := run("run", "--help")
+	code, out, stderr = run("help", "run")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, runHelp, out)
+	code, out, stderr = run("completion", "bash")
+	require.Equal(t, 0, code, stderr)
+	require.True(t, strings.HasPrefix(out, "# bash completion V2 for picobridge"))
+	code, out, stderr = run("help", "rn")
+	require.Equal(t, 2, code)
+	require.Empty(t, out)
+	require.Equal(t, "picobridge: unknown command \"rn\" for \"picobridge\" (see picobridge --help)\n\nDid you mean this?\n\trun\n", stderr)
+}

@@ -149,6 +149,42 @@ func unknownInGroup(cmd *cobra.Command, rest []string) error {
 	return nil
 }
 
+// helpCommand replaces cobra's `help [command]`, which prints root's usage
+// with status 0 for a topic it does not know: here an unknown topic is the
+// UsageError an unknown command is (`tool help rn` says what `tool rn` says).
+func helpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help prints the help of any command: " + root.Name() + " help [command] is " + root.Name() + " [command] --help.",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil {
+				return unknownFromFind(c.Root(), err)
+			}
+			if err := unknownInGroup(cmd, rest); err != nil {
+				return err
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
+	}
+}
+
 // unknownFromFind is root.Find's error for an unknown subcommand of root
 // as a UsageError, "(see tool --help)" after its first line.
 func unknownFromFind(root *cobra.Command, err error) error {
@@ -165,10 +201,21 @@ func unknownFromFind(root *cobra.Command, err error) error {
 // cobra reports without its flag error hook, are UsageErrors too, and so is
 // a word under a group that names none of its subcommands (`picobridge
 // knobs explian`: cobra checks that for root only and prints the group's
-// help with status 0, so a typo in a script passed).
+// help with status 0, so a typo in a script passed). The
+// commands cobra adds itself (help, completion and the hidden __complete
+// that completion scripts call) are added first, so that they run.
 func Execute(root *cobra.Command, args []string) error {
-	Setup(root)
 	root.SetArgs(args)
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		// a completion script asking for candidates: cobra's own command
+		return root.Execute()
+	}
+	if root.HasSubCommands() {
+		root.SetHelpCommand(helpCommand(root))
+		root.InitDefaultHelpCmd()
+	}
+	root.InitDefaultCompletionCmd(args...)
+	Setup(root)
 	cmd, rest, err := root.Find(args)
 	if err != nil {
 		// an unknown subcommand, reported before any flag or argument check
