@@ -34,6 +34,9 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"run", "--domain", "300"}, 2, `picobridge: --domain: dds.domain: must be in 0..232 (got 300)`},
 		{[]string{"run", "--mode", "bogus"}, 2, `picobridge: --mode: zenoh.mode: unknown value "bogus" (allowed: router, peer, client)`},
 		{[]string{"run", "-l", "tcp/127.0.0.1:99999"}, 2, `picobridge: --listen: zenoh.listen[0]: port 99999: want 0 to 65535 (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
+		// client mode: the error names the flags, not the embedded default's zenoh.connect line
+		{[]string{"run", "-m", "client"}, 2, `picobridge: --mode: zenoh.mode: client mode needs an upstream router: give one with -e/--connect ENDPOINT (zenoh.connect is empty)`},
+		{[]string{"run", "--print-config", "-m", "client", "-e", "tcp/127.0.0.1:7447", "-l", "tcp/127.0.0.1:7448"}, 2, `picobridge: --listen: a client does not listen (zenoh.mode client): drop -l, or run with --mode router or peer`},
 		{[]string{"run", "-e", "udp/127.0.0.1:70000"}, 2, `picobridge: --connect: zenoh.connect[0]: port 70000: want 0 to 65535 (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
 		// the host is split as the listener splits it, before anything binds
 		{[]string{"run", "-l", "tcp/[::1:7447"}, 2, `picobridge: --listen: zenoh.listen[0]: address "[::1:7447": missing ']' in address (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
@@ -232,4 +235,18 @@ func TestHelpCommand(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Empty(t, out)
 	require.Equal(t, "picobridge: unknown command \"rn\" for \"picobridge\" (see picobridge --help)\n\nDid you mean this?\n\trun\n", stderr)
+}
+
+// TestRunClientModeFromFile: client mode set in a file without connect
+// endpoints names the file's zenoh.mode line, not the embedded default.
+func TestRunClientModeFromFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "client.yaml")
+	require.NoError(t, os.WriteFile(f, []byte("zenoh:\n  mode: client\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{"run", "--print-config", "-c", f}, &stdout, &stderr)
+	require.Equal(t, "picobridge: "+f+":2:9: zenoh.mode: client mode needs an upstream router: give one with -e/--connect ENDPOINT (zenoh.connect is empty)\n", stderr.String())
+	require.Equal(t, 2, code)
+	stderr.Reset()
+	// the same file with -e is fine
+	require.Equal(t, 0, realMain(context.Background(), []string{"run", "--print-config", "-c", f, "-e", "tcp/127.0.0.1:7447"}, &stdout, &stderr), stderr.String())
 }

@@ -201,6 +201,11 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 			return nil, err
 		}
 	}
+	// A client does not listen (the server opens no listener in client
+	// mode): an explicit -l would be ignored without a word.
+	if changed("listen") && cfg.Zenoh.Mode == bridge.ModeClient {
+		return nil, cli.Usagef("--listen: a client does not listen (zenoh.mode client): drop -l, or run with --mode router or peer")
+	}
 	// Validate and resolve every device profile (platform, board, env) now,
 	// as the gateway does at start, in one pass (bridge.New reports range
 	// and profile problems together): a typo'd platform is a configuration
