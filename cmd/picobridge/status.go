@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -81,9 +82,23 @@ func getJSON(ctx context.Context, u string, v any) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+		return nil, &httpStatusError{URL: u, Status: resp.Status, Code: resp.StatusCode}
 	}
 	return b, json.Unmarshal(b, v)
+}
+
+// httpStatusError is an answer other than 200 OK.
+type httpStatusError struct {
+	URL, Status string
+	Code        int
+}
+
+func (e *httpStatusError) Error() string { return fmt.Sprintf("GET %s: %s", e.URL, e.Status) }
+
+// isNotFound reports whether err is a 404 answer.
+func isNotFound(err error) bool {
+	var h *httpStatusError
+	return errors.As(err, &h) && h.Code == http.StatusNotFound
 }
 
 func runStatus(ctx context.Context, w io.Writer, o statusOptions) error {
@@ -96,11 +111,11 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions) error {
 	}
 	var dz devicezJSON
 	raw, err := getJSON(ctx, statusURL(o.addr, bridge.PathDevicez, q), &dz)
-	if err != nil {
+	if err != nil && !(o.device != "" && isNotFound(err)) {
 		return err
 	}
-	if o.device != "" && len(dz.Devices) == 0 {
-		// /devicez answers an empty list for a name it does not know: say so
+	if o.device != "" && (err != nil || len(dz.Devices) == 0) {
+		// /devicez answers 404 for a name it does not know: say so
 		var all devicezJSON
 		if _, err := getJSON(ctx, statusURL(o.addr, bridge.PathDevicez, nil), &all); err != nil {
 			return err
