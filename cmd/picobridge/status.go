@@ -17,6 +17,7 @@ import (
 
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/bridge/server"
+	"github.com/picobridge/picobridge/zenohpath"
 )
 
 func init() { subcommands = append(subcommands, newStatusCommand) }
@@ -111,6 +112,23 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions) error {
 	}
 	var dz devicezJSON
 	raw, err := getJSON(ctx, statusURL(o.addr, bridge.PathDevicez, q), &dz)
+	if isNotFound(err) {
+		// no /devicez at all: a plain `picobridge router` serves /routerz
+		var st zenohpath.Status
+		if rawRouter, rerr := getJSON(ctx, statusURL(o.addr, zenohpath.StatusPath, nil), &st); rerr == nil {
+			const notGateway = "is a plain Zenoh router (picobridge router), not a gateway"
+			if o.device != "" {
+				return fmt.Errorf("--device %q: %s %s: it has no devices", o.device, o.addr, notGateway)
+			}
+			if o.jsonOut {
+				_, _ = w.Write(rawRouter)
+				return nil
+			}
+			fmt.Fprintf(w, "%s %s: it has no devices, lanes or DDS routes. Its %s:\n", o.addr, notGateway, zenohpath.StatusPath)
+			printRouterz(w, st)
+			return nil
+		}
+	}
 	if err != nil && !(o.device != "" && isNotFound(err)) {
 		return err
 	}
@@ -275,4 +293,51 @@ func printRoutez(w io.Writer, rz server.RoutezResponse) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", r.Topic, r.Type, r.Direction, r.Key, r.Criticality, r.QoS, r.Endpoints, r.Samples, r.Errors)
 	}
 	_ = tw.Flush()
+}
+
+// printRouterz prints a router's /routerz: its zid, listen endpoints, a
+// count of faces by kind and of entities, and one line per face.
+func printRouterz(w io.Writer, st zenohpath.Status) {
+	fmt.Fprintf(w, "zid: %s\n", st.ZID)
+	fmt.Fprintf(w, "listen: %s\n", strings.Join(st.Listen, ", "))
+	kinds := map[string]int{}
+	for _, f := range st.Faces {
+		kinds[f.WhatAmI]++
+	}
+	var parts []string
+	for _, k := range []string{"router", "peer", "client"} {
+		if n := kinds[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, plural(n, k)))
+		}
+	}
+	byKind := ""
+	if len(parts) > 0 {
+		byKind = " (" + strings.Join(parts, ", ") + ")"
+	}
+	fmt.Fprintf(w, "faces: %d%s, %d %s, %d %s, %d %s\n", len(st.Faces), byKind,
+		st.Subscribers, plural(st.Subscribers, "subscriber"), st.Queryables, plural(st.Queryables, "queryable"), st.Tokens, plural(st.Tokens, "token"))
+	if len(st.Faces) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FACE\tZID\tWHATAMI\tUPSTREAM\tSUBSCRIBERS\tQUERYABLES\tTOKENS\tAUTH")
+	for _, f := range st.Faces {
+		up, auth := "no", f.AuthID
+		if f.Upstream {
+			up = "yes"
+		}
+		if auth == "" {
+			auth = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", f.ID, f.ZID, f.WhatAmI, up, f.Subscribers, f.Queryables, f.Tokens, auth)
+	}
+	_ = tw.Flush()
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
