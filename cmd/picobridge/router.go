@@ -236,8 +236,9 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	}
 	r := zenohpath.NewRouter(cfg)
 	defer r.Close()
-	log.Info("picobridge router starting", "zid", r.ZID().String(), "version", version)
-	adm, err := r.ServeAdminSpace(zenohpath.AdminConfig{Version: "picobridge " + version})
+	short, _ := buildVersion()
+	log.Info("picobridge router starting", "zid", r.ZID().String(), "version", short)
+	adm, err := r.ServeAdminSpace(zenohpath.AdminConfig{Version: "picobridge " + short})
 	if err != nil {
 		return err
 	}

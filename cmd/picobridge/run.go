@@ -241,13 +241,15 @@ func runGateway(ctx context.Context, o runOptions, cfg *bridge.Config, logOut io
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	short, _ := buildVersion()
 	s, err := server.Start(ctx, server.Options{
 		Config:           cfg,
 		DDS:              ddspath.Config{Interface: o.ddsInterface, Multicast: o.ddsMulticast, Peers: o.ddsPeers},
 		DisableDDS:       o.noDDS,
 		AttachAllClients: o.allClients,
 		Logger:           log,
-		Version:          version,
+		Version:          short,
+		Revision:         buildRevision(),
 	})
 	if err != nil {
 		return err
