@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/zenohpath"
 )
 
 // TestExitStatus runs the binary's main in-process: every usage or
@@ -249,4 +250,57 @@ func TestRunClientModeFromFile(t *testing.T) {
 	stderr.Reset()
 	// the same file with -e is fine
 	require.Equal(t, 0, realMain(context.Background(), []string{"run", "--print-config", "-c", f, "-e", "tcp/127.0.0.1:7447"}, &stdout, &stderr), stderr.String())
+}
+
+// TestCfgKeysZenohdStyleBoth: `run --cfg` takes zenohd's keys, with / or .
+// (scouting/multicast/enabled, listen/endpoints, mode, id,
+// transport/link/rx/max_message_size), beside its own
+// (zenoh.scouting.multicast.enabled); before, zenohd's keys were unknown.
+func TestCfgKeysZenohdStyleBoth(t *testing.T) {
+	printCfg := func(cfg ...string) (int, string, string) {
+		args := []string{"run", "--print-config"}
+		for _, c := range cfg {
+			args = append(args, "--cfg", c)
+		}
+		var stdout, stderr bytes.Buffer
+		code := realMain(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	_, ours, stderr := printCfg("zenoh.scouting.multicast.enabled:true", "zenoh.scouting.multicast.interface:lo",
+		`zenoh.listen:["tcp/127.0.0.1:7450"]`, "zenoh.mode:peer", "zenoh.id:abcd", "transport.max_message_size:65536")
+	require.Empty(t, stderr)
+	require.Contains(t, ours, "    multicast:\n      enabled: true\n")
+	for _, zenohd := range [][]string{
+		{"scouting/multicast/enabled:true", "scouting/multicast/interface:lo", `listen/endpoints:["tcp/127.0.0.1:7450"]`, `mode:"peer"`, `id:"abcd"`, "transport/link/rx/max_message_size:65536"},
+		{"scouting.multicast.enabled:true", "scouting.multicast.interface:lo", `listen.endpoints:["tcp/127.0.0.1:7450"]`, `mode:"peer"`, `id:"abcd"`, "transport.link.rx.max_message_size:65536"},
+	} {
+		code, out, stderr := printCfg(zenohd...)
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, ours, out, "%v", zenohd)
+	}
+	// a problem names the key as given and the key it set
+	code, _, stderr := printCfg("scouting/multicast/enabled:yes")
+	require.Equal(t, 2, code)
+	require.Equal(t, "picobridge: --cfg scouting/multicast/enabled: zenoh.scouting.multicast.enabled: want true or false (got \"yes\")\n", stderr)
+	code, _, stderr = printCfg("scouting/multicast/ttl:2")
+	require.Equal(t, 2, code)
+	require.Equal(t, "picobridge: --cfg scouting/multicast/ttl: zenoh.scouting.multicast.ttl: unknown key \"ttl\" in zenoh.scouting.multicast (allowed: address, enabled, interface)\n", stderr)
+}
+
+// TestRouterCfgOurKeys: `router --cfg` takes the keys `run` names them by
+// (zenoh.scouting.multicast.enabled) as aliases of zenohd's.
+func TestRouterCfgOurKeys(t *testing.T) {
+	o := routerOptions{cfg: []string{"zenoh.scouting.multicast.enabled:true", "zenoh.scouting.multicast.interface:lo",
+		"zenoh/scouting/unicast/address:127.0.0.1:7446"}}
+	c, err := o.scouting()
+	require.NoError(t, err)
+	require.Equal(t, zenohpath.ScoutingConfig{
+		Multicast: zenohpath.MulticastScoutingConfig{Enabled: true, Interface: "lo"},
+		Unicast:   zenohpath.UnicastScoutingConfig{Address: "127.0.0.1:7446"},
+	}, c)
+	w, err := (&routerOptions{cfg: []string{`zenoh.routing.router.linkstate.transport_weights:[{"dst_zid":"a5","weight":7}]`}}).transportWeights()
+	require.NoError(t, err)
+	require.Len(t, w, 1)
+	_, err = (&routerOptions{cfg: []string{"zenoh.scouting.multicast.enabled:yes"}}).scouting()
+	require.EqualError(t, err, `--cfg scouting/multicast/enabled: "yes": want true or false`)
 }
