@@ -48,12 +48,20 @@ func routerKey(k string) string {
 	if rest, ok := strings.CutPrefix(key, "zenoh/"); ok && (strings.HasPrefix(rest, "scouting/") || strings.HasPrefix(rest, "routing/")) {
 		key = rest
 	}
+	switch key {
+	case "zenoh/mode", "zenoh/id":
+		key = strings.TrimPrefix(key, "zenoh/")
+	case "zenoh/listen", "zenoh/connect":
+		key = strings.TrimPrefix(key, "zenoh/") + "/endpoints"
+	case "transport/max_message_size":
+		key = "transport/link/rx/max_message_size"
+	}
 	return key
 }
 
 // cfgKeyNames lists every key of `picobridge router --cfg`.
 func cfgKeyNames() []string {
-	return append(append(scoutingKeyNames(), securityKeyNames()...), transportWeightsKey)
+	return append(append(append(scoutingKeyNames(), securityKeyNames()...), transportWeightsKey), routerFlagKeyNames()...)
 }
 
 func scoutingKeyNames() []string {
@@ -76,7 +84,7 @@ func (o *routerOptions) scouting() (zenohpath.ScoutingConfig, error) {
 			return c, fmt.Errorf("--cfg %q: want KEY:VALUE, e.g. scouting/multicast/interface:eth0", kv)
 		}
 		key := routerKey(k)
-		if isSecurityKey(key) || key == transportWeightsKey {
+		if _, flagKey := routerFlagKeys[key]; flagKey || isSecurityKey(key) || key == transportWeightsKey {
 			continue // security.go, routing.go
 		}
 		set, ok := scoutingKeys[key]
