@@ -509,7 +509,9 @@ func (c *Config) Validate() error {
 		at("zenoh.routing.router.linkstate.transport_weights", "link weights need zenoh.mode router (got mode %q; allowed here: [])", c.Zenoh.Mode)
 	}
 	if c.Zenoh.Mode == ModeClient && len(c.Zenoh.Connect) == 0 {
-		at("zenoh.connect", "client mode needs at least one endpoint")
+		// named at the mode (the flag or line that chose client), not at
+		// the embedded default's empty connect list
+		at("zenoh.mode", "client mode needs an upstream router: give one with -e/--connect ENDPOINT (zenoh.connect is empty)")
 	}
 	if c.Zenoh.ConnectAs == ConnectAsRouter && c.Zenoh.Mode != ModeRouter {
 		at("zenoh.connect_as", "router needs zenoh.mode router (got mode %q; allowed here: client)", c.Zenoh.Mode)

@@ -292,3 +292,27 @@ pb.yaml:10:67: zenoh.routing.router.linkstate.transport_weights[4].weight: must 
 	require.NoError(t, c.OverrideFrom("--cfg", "zenoh.routing.router.linkstate.transport_weights", "[{dst_zid: a5, weight: 0}]"))
 	require.EqualError(t, c.Validate(), `--cfg: zenoh.routing.router.linkstate.transport_weights[0].weight: must be in 1..65535 (got 0)`)
 }
+
+// TestConfigSyntaxErrorPosition: a YAML syntax error names the line the
+// fault is on and a column (yaml.v3 names the line its context started on,
+// without column: a bad indent on line 8 came out as line 7).
+func TestConfigSyntaxErrorPosition(t *testing.T) {
+	for _, tc := range []struct{ name, doc, want string }{
+		{"under-indented key", "zenoh:\n  mode: router\n  listen:\n    - tcp/0.0.0.0:7447\ndds:\n  domain: 3\n  namespace: /robot1\n nodename: bridge\nroutes:\n  auto_bridge: true\n",
+			"pb.yaml:8:2: did not find expected key"},
+		{"over-indented key", "zenoh:\n  mode: router\ndds:\n  domain: 3\n   nodename: bridge\n",
+			"pb.yaml:5:12: mapping values are not allowed in this context"},
+		{"tab", "zenoh:\n  mode: router\n\tlisten: []\n",
+			"pb.yaml:3:1: found a tab character that violates indentation"},
+		{"unterminated quote after a multi-line flow list", "zenoh:\n  listen: [tcp/0.0.0.0:7447,\n           udp/0.0.0.0:7447]\ndds:\n  namespace: \"/robot1\nroutes:\n  auto_bridge: true\n",
+			"pb.yaml:5:14: found unexpected end of stream"},
+		{"unclosed flow mapping", "policy:\n  batched: {rate_hz: 20\n",
+			"pb.yaml:2:13: did not find expected ',' or '}'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := bridge.ParseConfig("pb.yaml", []byte(tc.doc))
+			require.ErrorIs(t, err, knobs.ErrSyntax)
+			require.Equal(t, tc.want, err.Error())
+		})
+	}
+}

@@ -51,6 +51,59 @@ func (d *decoder) problem(n *yaml.Node, key string, sentinel error, format strin
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
+// yamlError splits a yaml.v3 error into its line (0 when it names none)
+// and its message.
+func yamlError(err error) (int, string) {
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return line, m[2]
+	}
+	return 0, err.Error()
+}
+
+// maxSyntaxSearchLines bounds syntaxPosition's search (a parse per line
+// and per character of the faulty line): past it, yaml.v3's line stands.
+const maxSyntaxSearchLines = 5000
+
+// syntaxPosition is where the YAML syntax error msg lies in data: the
+// first line whose text up to and including it fails to parse with msg,
+// and in that line the first character (1-based, in runes) up to which it
+// does. yaml.v3 reports the line its parser context started on (the
+// mapping a bad indent is in, the line before a tab) and no column; this
+// finds the line a reader would fix. A prefix that fails with another
+// message (a flow list that the next lines close) is passed over. 0, 0
+// when no prefix fails with msg.
+func syntaxPosition(data []byte, msg string) (line, col int) {
+	lines := strings.SplitAfter(string(data), "\n")
+	if len(lines) > maxSyntaxSearchLines {
+		return 0, 0
+	}
+	failsWith := func(doc string) bool {
+		var n yaml.Node
+		err := yaml.Unmarshal([]byte(doc), &n)
+		if err == nil {
+			return false
+		}
+		_, m := yamlError(err)
+		return m == msg
+	}
+	var prefix strings.Builder
+	for i, l := range lines {
+		if failsWith(prefix.String() + l) {
+			c := 0
+			for j := range l {
+				c++
+				if j > 0 && failsWith(prefix.String()+l[:j]) {
+					return i + 1, c - 1
+				}
+			}
+			return i + 1, c
+		}
+		prefix.WriteString(l)
+	}
+	return 0, 0
+}
+
 // decodeConfig decodes data over a copy of base (nil: zero Config).
 func decodeConfig(file string, data []byte, base *Config) (*Config, error) {
 	c := &Config{}
@@ -63,10 +116,10 @@ func decodeConfig(file string, data []byte, base *Config) (*Config, error) {
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		p := &knobs.Problem{File: file, Msg: err.Error(), Err: knobs.ErrSyntax}
-		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-			p.Line, _ = strconv.Atoi(m[1])
-			p.Msg = m[2]
+		line, msg := yamlError(err)
+		p := &knobs.Problem{File: file, Line: line, Msg: msg, Err: knobs.ErrSyntax}
+		if l, c := syntaxPosition(data, msg); l > 0 {
+			p.Line, p.Col = l, c
 		}
 		return nil, &knobs.ConfigError{Problems: []*knobs.Problem{p}}
 	}

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -162,9 +163,14 @@ func (d *Device) status(now time.Time, transitions, advice bool) DeviceStatus {
 
 // HandleDevicez serves Devicez as JSON, with each device's advice;
 // query parameters device=NAME, transitions=1 and advice=0 (leave the
-// advice out).
+// advice out). A device=NAME that names no attached device is 404 with
+// {"error": ...}, as for /knobz and /advicez.
 func (g *Gateway) HandleDevicez(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if name := q.Get("device"); name != "" && g.Device(name) == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Errorf("%w: %q", ErrNoSuchDevice, name).Error()})
+		return
+	}
 	writeJSON(w, http.StatusOK, g.Devicez(DevicezOptions{Device: q.Get("device"),
 		Transitions: q.Get("transitions") == "1" || q.Get("transitions") == "true",
 		Advice:      q.Get("advice") != "0" && q.Get("advice") != "false"}))

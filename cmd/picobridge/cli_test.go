@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/zenohpath"
 )
 
 // TestExitStatus runs the binary's main in-process: every usage or
@@ -34,6 +35,9 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"run", "--domain", "300"}, 2, `picobridge: --domain: dds.domain: must be in 0..232 (got 300)`},
 		{[]string{"run", "--mode", "bogus"}, 2, `picobridge: --mode: zenoh.mode: unknown value "bogus" (allowed: router, peer, client)`},
 		{[]string{"run", "-l", "tcp/127.0.0.1:99999"}, 2, `picobridge: --listen: zenoh.listen[0]: port 99999: want 0 to 65535 (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
+		// client mode: the error names the flags, not the embedded default's zenoh.connect line
+		{[]string{"run", "-m", "client"}, 2, `picobridge: --mode: zenoh.mode: client mode needs an upstream router: give one with -e/--connect ENDPOINT (zenoh.connect is empty)`},
+		{[]string{"run", "--print-config", "-m", "client", "-e", "tcp/127.0.0.1:7447", "-l", "tcp/127.0.0.1:7448"}, 2, `picobridge: --listen: a client does not listen (zenoh.mode client): drop -l, or run with --mode router or peer`},
 		{[]string{"run", "-e", "udp/127.0.0.1:70000"}, 2, `picobridge: --connect: zenoh.connect[0]: port 70000: want 0 to 65535 (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
 		// the host is split as the listener splits it, before anything binds
 		{[]string{"run", "-l", "tcp/[::1:7447"}, 2, `picobridge: --listen: zenoh.listen[0]: address "[::1:7447": missing ']' in address (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
@@ -178,4 +182,125 @@ func TestPrintConfigRoundTrip(t *testing.T) {
 	body := func(s string) string { _, b, _ := strings.Cut(s, "\n"); return b }
 	require.Equal(t, body(first.String()), body(second.String()))
 	require.Contains(t, first.String(), "      class: auto\n")
+}
+
+// TestGroupTypoExits2: a misspelled subcommand under a group (knobs, bag,
+// wire) is a usage error with a suggestion, as at the top level; before,
+// the group's help was printed with status 0 and a typo in a CI script passed.
+func TestGroupTypoExits2(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"knobs", "explian"}, "picobridge: unknown command \"explian\" for \"picobridge knobs\" (see picobridge knobs --help)\n\nDid you mean this?\n\texplain\n"},
+		{[]string{"bag", "replya", "BAG"}, "picobridge: unknown command \"replya\" for \"picobridge bag\" (see picobridge bag --help)\n\nDid you mean this?\n\treplay\n"},
+		{[]string{"wire", "decod", "x"}, "picobridge: unknown command \"decod\" for \"picobridge wire\" (see picobridge wire --help)\n\nDid you mean this?\n\tdecode\n"},
+		{[]string{"rn"}, "picobridge: unknown command \"rn\" for \"picobridge\" (see picobridge --help)\n\nDid you mean this?\n\trun\n"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := realMain(context.Background(), tc.args, &stdout, &stderr)
+			require.Equal(t, tc.want, stderr.String())
+			require.Equal(t, 2, code)
+			require.Empty(t, stdout.String())
+		})
+	}
+	// the group alone still prints its help, status 0
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, realMain(context.Background(), []string{"knobs"}, &stdout, &stderr))
+	require.Contains(t, stdout.String(), "picobridge knobs [command]")
+	require.Empty(t, stderr.String())
+}
+
+// TestHelpCommand: `help`, `help run` and `completion bash`, which
+// `picobridge --help` lists, run with status 0 (before: exit 2 "unknown
+// command"); `help rn` is refused as `rn` is.
+func TestHelpCommand(t *testing.T) {
+	run := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := realMain(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	_, rootHelp, _ := run("--help")
+	code, out, stderr := run("help")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, rootHelp, out)
+	_, runHelp, _ := run("run", "--help")
+	code, out, stderr = run("help", "run")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, runHelp, out)
+	code, out, stderr = run("completion", "bash")
+	require.Equal(t, 0, code, stderr)
+	require.True(t, strings.HasPrefix(out, "# bash completion V2 for picobridge"))
+	code, out, stderr = run("help", "rn")
+	require.Equal(t, 2, code)
+	require.Empty(t, out)
+	require.Equal(t, "picobridge: unknown command \"rn\" for \"picobridge\" (see picobridge --help)\n\nDid you mean this?\n\trun\n", stderr)
+}
+
+// TestRunClientModeFromFile: client mode set in a file without connect
+// endpoints names the file's zenoh.mode line, not the embedded default.
+func TestRunClientModeFromFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "client.yaml")
+	require.NoError(t, os.WriteFile(f, []byte("zenoh:\n  mode: client\n"), 0o644))
+	var stdout, stderr bytes.Buffer
+	code := realMain(context.Background(), []string{"run", "--print-config", "-c", f}, &stdout, &stderr)
+	require.Equal(t, "picobridge: "+f+":2:9: zenoh.mode: client mode needs an upstream router: give one with -e/--connect ENDPOINT (zenoh.connect is empty)\n", stderr.String())
+	require.Equal(t, 2, code)
+	stderr.Reset()
+	// the same file with -e is fine
+	require.Equal(t, 0, realMain(context.Background(), []string{"run", "--print-config", "-c", f, "-e", "tcp/127.0.0.1:7447"}, &stdout, &stderr), stderr.String())
+}
+
+// TestCfgKeysZenohdStyleBoth: `run --cfg` takes zenohd's keys, with / or .
+// (scouting/multicast/enabled, listen/endpoints, mode, id,
+// transport/link/rx/max_message_size), beside its own
+// (zenoh.scouting.multicast.enabled); before, zenohd's keys were unknown.
+func TestCfgKeysZenohdStyleBoth(t *testing.T) {
+	printCfg := func(cfg ...string) (int, string, string) {
+		args := []string{"run", "--print-config"}
+		for _, c := range cfg {
+			args = append(args, "--cfg", c)
+		}
+		var stdout, stderr bytes.Buffer
+		code := realMain(context.Background(), args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	_, ours, stderr := printCfg("zenoh.scouting.multicast.enabled:true", "zenoh.scouting.multicast.interface:lo",
+		`zenoh.listen:["tcp/127.0.0.1:7450"]`, "zenoh.mode:peer", "zenoh.id:abcd", "transport.max_message_size:65536")
+	require.Empty(t, stderr)
+	require.Contains(t, ours, "    multicast:\n      enabled: true\n")
+	for _, zenohd := range [][]string{
+		{"scouting/multicast/enabled:true", "scouting/multicast/interface:lo", `listen/endpoints:["tcp/127.0.0.1:7450"]`, `mode:"peer"`, `id:"abcd"`, "transport/link/rx/max_message_size:65536"},
+		{"scouting.multicast.enabled:true", "scouting.multicast.interface:lo", `listen.endpoints:["tcp/127.0.0.1:7450"]`, `mode:"peer"`, `id:"abcd"`, "transport.link.rx.max_message_size:65536"},
+	} {
+		code, out, stderr := printCfg(zenohd...)
+		require.Equal(t, 0, code, stderr)
+		require.Equal(t, ours, out, "%v", zenohd)
+	}
+	// a problem names the key as given and the key it set
+	code, _, stderr := printCfg("scouting/multicast/enabled:yes")
+	require.Equal(t, 2, code)
+	require.Equal(t, "picobridge: --cfg scouting/multicast/enabled: zenoh.scouting.multicast.enabled: want true or false (got \"yes\")\n", stderr)
+	code, _, stderr = printCfg("scouting/multicast/ttl:2")
+	require.Equal(t, 2, code)
+	require.Equal(t, "picobridge: --cfg scouting/multicast/ttl: zenoh.scouting.multicast.ttl: unknown key \"ttl\" in zenoh.scouting.multicast (allowed: address, enabled, interface)\n", stderr)
+}
+
+// TestRouterCfgOurKeys: `router --cfg` takes the keys `run` names them by
+// (zenoh.scouting.multicast.enabled) as aliases of zenohd's.
+func TestRouterCfgOurKeys(t *testing.T) {
+	o := routerOptions{cfg: []string{"zenoh.scouting.multicast.enabled:true", "zenoh.scouting.multicast.interface:lo",
+		"zenoh/scouting/unicast/address:127.0.0.1:7446"}}
+	c, err := o.scouting()
+	require.NoError(t, err)
+	require.Equal(t, zenohpath.ScoutingConfig{
+		Multicast: zenohpath.MulticastScoutingConfig{Enabled: true, Interface: "lo"},
+		Unicast:   zenohpath.UnicastScoutingConfig{Address: "127.0.0.1:7446"},
+	}, c)
+	w, err := (&routerOptions{cfg: []string{`zenoh.routing.router.linkstate.transport_weights:[{"dst_zid":"a5","weight":7}]`}}).transportWeights()
+	require.NoError(t, err)
+	require.Len(t, w, 1)
+	_, err = (&routerOptions{cfg: []string{"zenoh.scouting.multicast.enabled:yes"}}).scouting()
+	require.EqualError(t, err, `--cfg scouting/multicast/enabled: "yes": want true or false`)
 }

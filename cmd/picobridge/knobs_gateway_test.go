@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -356,4 +358,31 @@ func TestStatusUnknownDevice(t *testing.T) {
 	out, err := run(t, "status", "--addr", s.HTTPAddr(), "--device", "sim-a")
 	require.NoError(t, err)
 	require.Contains(t, out, "sim-a ")
+}
+
+// TestDevicezUnknownDevice404: /devicez?device=NAME for a device the
+// gateway does not have answers 404 with the error /knobz gives (it
+// answered 200 and an empty list), and without device=, 200.
+func TestDevicezUnknownDevice404(t *testing.T) {
+	cfg, err := bridge.ParseConfig("gw.yaml", []byte("zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: 127.0.0.1:0\n"))
+	require.NoError(t, err)
+	s, err := server.Start(context.Background(), server.Options{Config: cfg, DisableDDS: true})
+	require.NoError(t, err)
+	defer s.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + s.HTTPAddr() + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("/devicez?device=nope")
+	require.Equal(t, http.StatusNotFound, code, body)
+	require.Equal(t, "{\n  \"error\": \"bridge: no attached device of that name: \\\"nope\\\"\"\n}\n", body)
+	kcode, kbody := get("/knobz?device=nope")
+	require.Equal(t, code, kcode)
+	require.Equal(t, kbody, body)
+	code, body = get("/devicez")
+	require.Equal(t, http.StatusOK, code, body)
 }

@@ -14,14 +14,12 @@ import (
 	"github.com/picobridge/picobridge/internal/cli"
 )
 
-// version is set with -ldflags "-X main.version=..." by release builds.
-var version = "dev"
-
 // subcommands registers each subcommand's constructor; files of this package
 // append to it from init so that they do not edit one another.
 var subcommands []func() *cobra.Command
 
 func newRootCommand() *cobra.Command {
+	_, long := buildVersion()
 	root := &cobra.Command{
 		Use:   "picobridge",
 		Short: "Gateway between ROS 2 (DDS) and zenoh-pico device fleets",
@@ -31,7 +29,7 @@ knob explanation, the Zenoh wire decoder.
 
 Exit status (every subcommand): 0 success; 1 the command ran and failed; 2 a usage or
 configuration error, found before anything starts (wire decode and --check add their own).`,
-		Version:       version,
+		Version:       long,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,15 @@ type routerOptions struct {
 	// connectAs: the role -e dials with, "client" (default) or "router"
 	// (zenohd's way: link-state with a router, docs/router.md).
 	connectAs string
+	// configFile is -c/--config: zenohd's JSON5 configuration
+	// (routerconfig.go), laid under the flags and --cfg.
+	configFile string
+	// noMulticast is --no-multicast-scouting (zenohd's flag): multicast
+	// scouting off whatever the file or --cfg says.
+	noMulticast bool
+	// changed reports whether a flag was given (the file does not
+	// override it); nil: none was.
+	changed func(string) bool
 }
 
 func newRouterCommand() *cobra.Command {
@@ -59,16 +69,19 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
       --cfg transport/link/tls/listen_private_key:key.pem --cfg transport/auth/usrpwd/dictionary_file:users.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.changed = cmd.Flags().Changed
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return runRouter(ctx, o, cmd.ErrOrStderr(), nil)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVarP(&o.configFile, "config", "c", "", "zenohd's JSON5 configuration file (mode, id, listen/connect endpoints, scouting, transport, access_control; docs/router.md); flags and --cfg are laid over it")
+	f.BoolVar(&o.noMulticast, "no-multicast-scouting", false, "do not answer multicast scouting, whatever the file or --cfg says (zenohd's flag; off unless enabled anyway)")
 	f.StringArrayVarP(&o.listen, "listen", "l", []string{"tcp/0.0.0.0:7447"}, "endpoint to listen on (repeatable): tcp/HOST:PORT, udp/HOST:PORT or tls/HOST:PORT (certificate: --cfg transport/link/tls/...)")
 	f.StringArrayVarP(&o.connect, "connect", "e", nil, "upstream router endpoint to connect to (repeatable), in the role --connect-as says")
 	f.StringVar(&o.connectAs, "connect-as", "client", "role for -e: client (we are the upstream's client) or router (zenohd's way: a router↔router link with link-state)")
-	f.StringVar(&o.id, "id", "", "Zenoh ID in hex as zenohd prints it (1 to 32 hex digits); default random")
+	f.StringVarP(&o.id, "id", "i", "", "Zenoh ID in hex as zenohd prints it (1 to 32 hex digits); default random")
 	f.DurationVar(&o.lease, "lease", transport.DefaultLease, "lease announced to peers")
 	f.Uint16Var(&o.batch, "batch-size", transport.DefaultBatchSize, "largest batch accepted, bytes (2-byte TCP prefix included)")
 	f.IntVar(&o.maxMsg, "max-message-size", transport.DefaultMaxMessageSize,
@@ -205,6 +218,9 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	if err != nil {
 		return err
 	}
+	if err := o.applyConfig(); err != nil {
+		return cli.Usage(err)
+	}
 	if o.maxMsg == 0 {
 		o.maxMsg = transport.DefaultMaxMessageSize
 	}
@@ -236,8 +252,9 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	}
 	r := zenohpath.NewRouter(cfg)
 	defer r.Close()
-	log.Info("picobridge router starting", "zid", r.ZID().String(), "version", version)
-	adm, err := r.ServeAdminSpace(zenohpath.AdminConfig{Version: "picobridge " + version})
+	short, _ := buildVersion()
+	log.Info("picobridge router starting", "zid", r.ZID().String(), "version", short)
+	adm, err := r.ServeAdminSpace(zenohpath.AdminConfig{Version: "picobridge " + short})
 	if err != nil {
 		return err
 	}
@@ -252,6 +269,7 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc(zenohpath.StatusPath, r.HandleStatus)
+		mux.HandleFunc("/healthz", routerHealthz(ctx, r, time.Now())) // as `run` serves it (bridge.PathHealthz)
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
@@ -284,4 +302,25 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// routerHealthzResponse is the router's /healthz: "ok" while it runs.
+type routerHealthzResponse struct {
+	Status string        `json:"status"`
+	ZID    string        `json:"zid"`
+	Uptime time.Duration `json:"uptime_ns"`
+}
+
+// routerHealthz serves /healthz: 200 {"status": "ok", ...} while the
+// router runs, 503 {"status": "shutting down"} once ctx is done.
+func routerHealthz(ctx context.Context, r *zenohpath.Router, start time.Time) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		resp, code := routerHealthzResponse{Status: "ok", ZID: r.ZID().String(), Uptime: time.Since(start)}, http.StatusOK
+		if ctx.Err() != nil {
+			resp.Status, code = "shutting down", http.StatusServiceUnavailable
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(resp)
+	}
 }

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -133,7 +139,7 @@ func TestRouterFlagValidation(t *testing.T) {
 			o.cfg = []string{`routing/router/linkstate/transport_weights:[{"dst_zid":"a5","weight":1},{"dst_zid":"g","weight":2}]`}
 		}, `--cfg routing.router.linkstate.transport_weights[1].dst_zid: want a zid as zenohd prints it: 1..32 hex digits (1..16 bytes), not all zero (got "g")`},
 		{"cfg unknown key lists weights", func(o *routerOptions) { o.cfg = []string{"routing/router/peer/mode:x"} },
-			`, routing/router/linkstate/transport_weights)`},
+			`, routing/router/linkstate/transport_weights, connect/endpoints, id, listen/endpoints, mode, transport/link/rx/max_message_size, transport/link/tx/batch_size, transport/link/tx/lease)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := ok
@@ -224,4 +230,123 @@ func TestRouterCommandTransportWeights(t *testing.T) {
 	}
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// routerUp runs runRouter with --metrics on a free loopback port until the
+// test ends; it returns the router, its endpoints and the metrics address.
+func routerUp(t *testing.T, o routerOptions) (*zenohpath.Router, []string, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	o.metrics = addr
+	if o.logLevel == "" {
+		o.logLevel = "error"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	type up struct {
+		r   *zenohpath.Router
+		eps []string
+	}
+	ready := make(chan up, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- runRouter(ctx, o, io.Discard, func(r *zenohpath.Router, eps []string) { ready <- up{r, eps} })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case u := <-ready:
+		return u.r, u.eps, addr
+	case err := <-done:
+		t.Fatalf("router exited: %v", err)
+	}
+	return nil, nil, ""
+}
+
+// TestRouterConfigFile: `router -c FILE` reads zenohd's JSON5 configuration
+// (comments, unquoted keys, trailing commas, zenohd's key names); a flag
+// given on the command line wins over the file, and --cfg over both, as in
+// zenohd; /healthz answers as `run`'s does. Before: unknown shorthand flag 'c'.
+func TestRouterConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "zenohd.json5")
+	require.NoError(t, os.WriteFile(f, []byte(`{
+  // zenohd's configuration
+  mode: "router",
+  id: "abc123",
+  listen: { endpoints: { router: ["tcp/127.0.0.1:0"], peer: ["tcp/[::]:0"] }, },
+  connect: { endpoints: [], },
+  scouting: { multicast: { enabled: false, address: "224.0.0.224:7446", }, },
+  transport: {
+    link: { tx: { lease: 5000, batch_size: 4096, }, rx: { max_message_size: 2097152 }, },
+  },
+  adminspace: null,
+  plugins: {},
+  downsampling: [],
+}`), 0o644))
+	o := routerOptions{configFile: f, lease: 10 * time.Second, batch: 65535, maxMsg: 8 << 20,
+		listen: []string{"tcp/0.0.0.0:7447"}, changed: func(string) bool { return false }}
+	r, eps, addr := routerUp(t, o)
+	require.Equal(t, "abc123", r.ZID().String())
+	require.Equal(t, 2097152, r.MaxMessageSize())
+	require.Len(t, eps, 1)
+	require.Regexp(t, `^tcp/127\.0\.0\.1:\d+$`, eps[0])
+
+	resp, err := http.Get("http://" + addr + "/healthz")
+	require.NoError(t, err)
+	var h routerHealthzResponse
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&h))
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "ok", h.Status)
+	require.Equal(t, "abc123", h.ZID)
+
+	// -i on the command line wins over the file's id; --cfg id over -i
+	o.id, o.changed = "def456", func(f string) bool { return f == "id" }
+	r, _, _ = routerUp(t, o)
+	require.Equal(t, "def456", r.ZID().String())
+	o.cfg = []string{`id:"0a0b"`}
+	r, _, _ = routerUp(t, o)
+	require.Equal(t, "a0b", r.ZID().String())
+}
+
+// TestRouterConfigFlags: -i is --id, --no-multicast-scouting turns off
+// what --cfg turned on, and the file's problems exit 2 naming the file,
+// line and column or key.
+func TestRouterConfigFlags(t *testing.T) {
+	cmd := newRouterCommand()
+	require.NoError(t, cmd.ParseFlags([]string{"-i", "1234abcd", "-c", "z.json5", "--no-multicast-scouting"}))
+	id, _ := cmd.Flags().GetString("id")
+	require.Equal(t, "1234abcd", id)
+	c, _ := cmd.Flags().GetString("config")
+	require.Equal(t, "z.json5", c)
+
+	o := routerOptions{cfg: []string{"scouting/multicast/enabled:true", "scouting/multicast/interface:lo"}, noMulticast: true}
+	require.NoError(t, o.applyConfig())
+	sc, err := o.scouting()
+	require.NoError(t, err)
+	require.False(t, sc.Multicast.Enabled)
+
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, doc, want string }{
+		{"syntax", "{\n  mode: \"router\",\n  id: abc\n}\n", `:3:7: invalid character 'a' looking for beginning of value`},
+		{"unknown", `{ plugins: { rest: { http_port: 8000 } } }`, `: unknown key "plugins/rest/http_port" (allowed: scouting/multicast/address, `},
+		{"mode", `{ mode: "peer" }`, `: mode: "peer": picobridge router runs in router mode (picobridge run -m peer|client for the others)`},
+		{"lease", `{ transport: { link: { tx: { lease: "10s" } } } }`, `: transport/link/tx/lease: "10s": want a whole number of milliseconds`},
+		{"scouting", `{ scouting: { multicast: { enabled: true } } }`, `: scouting/multicast/interface: required when scouting.multicast.enabled is true`},
+		{"top", `["tcp/127.0.0.1:7447"]`, `: want a JSON5 object at the top, as zenohd's configuration (got ["tcp/127.0.0.1:7447"])`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := filepath.Join(dir, tc.name+".json5")
+			require.NoError(t, os.WriteFile(f, []byte(tc.doc), 0o644))
+			var stdout, stderr bytes.Buffer
+			code := realMain(context.Background(), []string{"router", "-c", f}, &stdout, &stderr)
+			require.Equal(t, 2, code, stderr.String())
+			require.True(t, strings.HasPrefix(stderr.String(), "picobridge: --config "+f+tc.want), stderr.String())
+		})
+	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 2, realMain(context.Background(), []string{"router", "-c", "/nonexistent/z.json5"}, &stdout, &stderr))
+	require.Equal(t, "picobridge: --config /nonexistent/z.json5: open /nonexistent/z.json5: no such file or directory\n", stderr.String())
 }

@@ -21,7 +21,7 @@ func (o *routerOptions) transportWeights() (map[wire.ZID]uint16, error) {
 	var rc zenohpath.RoutingConfig
 	for _, kv := range o.cfg {
 		k, v, ok := strings.Cut(kv, ":")
-		if !ok || strings.ReplaceAll(strings.TrimSpace(k), ".", "/") != transportWeightsKey {
+		if !ok || routerKey(k) != transportWeightsKey {
 			continue // scouting() names a malformed or unknown key
 		}
 		var ws []zenohpath.TransportWeight

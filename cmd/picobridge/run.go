@@ -103,7 +103,7 @@ SIGINT or SIGTERM stops it.`,
 	f.StringArrayVarP(&o.allow, "allow", "a", nil, "regex of ROS names to bridge (repeatable; routes.allow)")
 	f.StringArrayVar(&o.deny, "deny", nil, "regex of ROS names not to bridge (repeatable; routes.deny)")
 	f.StringArrayVar(&o.critical, "critical", nil, "regex of ROS names whose routes are critical (repeatable; routes.critical)")
-	f.StringArrayVar(&o.cfg, "cfg", nil, "set any configuration key, zenohd style: KEY:YAML_VALUE, e.g. policy.batched.rate_hz:20 (repeatable)")
+	f.StringArrayVar(&o.cfg, "cfg", nil, "set any configuration key: KEY:YAML_VALUE, e.g. policy.batched.rate_hz:20 (repeatable); zenohd's keys too, with / or . (scouting/multicast/enabled:true, listen/endpoints:[...], mode, id)")
 	f.StringVar(&o.ddsInterface, "dds-interface", "", "network interface (name or address) Cyclone DDS uses; default 127.0.0.1")
 	f.BoolVar(&o.ddsMulticast, "dds-multicast", false, "enable DDS multicast discovery (default: unicast to --dds-peer)")
 	f.StringArrayVar(&o.ddsPeers, "dds-peer", nil, "unicast DDS discovery peer address (repeatable; default 127.0.0.1)")
@@ -197,9 +197,21 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 		if !ok || k == "" {
 			return nil, cli.Usagef("--cfg %q: want KEY:YAML_VALUE, e.g. policy.batched.rate_hz:20", kv)
 		}
-		if err := cfg.OverrideFrom("--cfg", k, v); err != nil {
+		// zenohd's keys (scouting/multicast/enabled, listen/endpoints) and
+		// ours (zenoh.scouting.multicast.enabled); a problem names the key
+		// as given when it is not ours
+		key, source := bridge.ZenohdKey(k), "--cfg"
+		if key != k {
+			source = "--cfg " + k
+		}
+		if err := cfg.OverrideFrom(source, key, v); err != nil {
 			return nil, err
 		}
+	}
+	// A client does not listen (the server opens no listener in client
+	// mode): an explicit -l would be ignored without a word.
+	if changed("listen") && cfg.Zenoh.Mode == bridge.ModeClient {
+		return nil, cli.Usagef("--listen: a client does not listen (zenoh.mode client): drop -l, or run with --mode router or peer")
 	}
 	// Validate and resolve every device profile (platform, board, env) now,
 	// as the gateway does at start, in one pass (bridge.New reports range
@@ -236,13 +248,15 @@ func runGateway(ctx context.Context, o runOptions, cfg *bridge.Config, logOut io
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	short, _ := buildVersion()
 	s, err := server.Start(ctx, server.Options{
 		Config:           cfg,
 		DDS:              ddspath.Config{Interface: o.ddsInterface, Multicast: o.ddsMulticast, Peers: o.ddsPeers},
 		DisableDDS:       o.noDDS,
 		AttachAllClients: o.allClients,
 		Logger:           log,
-		Version:          version,
+		Version:          short,
+		Revision:         buildRevision(),
 	})
 	if err != nil {
 		return err

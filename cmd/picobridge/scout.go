@@ -38,9 +38,30 @@ var scoutingKeys = map[string]func(*zenohpath.ScoutingConfig, string) error{
 	"scouting/unicast/address":     func(c *zenohpath.ScoutingConfig, v string) error { c.Unicast.Address = v; return nil },
 }
 
+// routerKey is the key of `picobridge router --cfg` for k: zenohd's key
+// with / between the parts, written with / or . (scouting.multicast.enabled
+// is scouting/multicast/enabled), and the keys `picobridge run` names the
+// same settings by taken as aliases (zenoh.scouting.multicast.enabled,
+// zenoh.routing.router.linkstate.transport_weights).
+func routerKey(k string) string {
+	key := strings.ReplaceAll(strings.TrimSpace(k), ".", "/")
+	if rest, ok := strings.CutPrefix(key, "zenoh/"); ok && (strings.HasPrefix(rest, "scouting/") || strings.HasPrefix(rest, "routing/")) {
+		key = rest
+	}
+	switch key {
+	case "zenoh/mode", "zenoh/id":
+		key = strings.TrimPrefix(key, "zenoh/")
+	case "zenoh/listen", "zenoh/connect":
+		key = strings.TrimPrefix(key, "zenoh/") + "/endpoints"
+	case "transport/max_message_size":
+		key = "transport/link/rx/max_message_size"
+	}
+	return key
+}
+
 // cfgKeyNames lists every key of `picobridge router --cfg`.
 func cfgKeyNames() []string {
-	return append(append(scoutingKeyNames(), securityKeyNames()...), transportWeightsKey)
+	return append(append(append(scoutingKeyNames(), securityKeyNames()...), transportWeightsKey), routerFlagKeyNames()...)
 }
 
 func scoutingKeyNames() []string {
@@ -62,8 +83,8 @@ func (o *routerOptions) scouting() (zenohpath.ScoutingConfig, error) {
 		if !ok {
 			return c, fmt.Errorf("--cfg %q: want KEY:VALUE, e.g. scouting/multicast/interface:eth0", kv)
 		}
-		key := strings.ReplaceAll(strings.TrimSpace(k), ".", "/")
-		if isSecurityKey(key) || key == transportWeightsKey {
+		key := routerKey(k)
+		if _, flagKey := routerFlagKeys[key]; flagKey || isSecurityKey(key) || key == transportWeightsKey {
 			continue // security.go, routing.go
 		}
 		set, ok := scoutingKeys[key]

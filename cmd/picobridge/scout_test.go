@@ -44,7 +44,7 @@ func TestScoutRouterCfgKeys(t *testing.T) {
 		{"scouting/multicast/interface:auto", `--cfg scouting/multicast/interface: "auto" is not supported`},
 		{"scouting/multicast/address:10.0.0.1:7446", `--cfg scouting/multicast/address: "10.0.0.1:7446": "10.0.0.1" is not an IPv4 multicast address`},
 		{"scouting/multicast/ttl:2", `--cfg "scouting/multicast/ttl:2": unknown key "scouting/multicast/ttl" (allowed: scouting/multicast/address, scouting/multicast/enabled, scouting/multicast/interface, scouting/unicast/address, access_control, transport/auth/usrpwd/dictionary_file`},
-		{"transport/link/tx/lease:1000", `unknown key "transport/link/tx/lease"`},
+		{"transport/link/tx/queue/size/data:4", `unknown key "transport/link/tx/queue/size/data"`},
 		{"scouting", `--cfg "scouting": want KEY:VALUE`},
 	} {
 		err := runRouter(context.Background(), routerOptions{listen: []string{"tcp/127.0.0.1:0"}, lease: 10 * time.Second, batch: 65535, logLevel: "info", cfg: []string{tc.cfg}},

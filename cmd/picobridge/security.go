@@ -102,7 +102,7 @@ func (o *routerOptions) security() (routerSecurity, error) {
 		if !ok {
 			continue // scouting() names the problem
 		}
-		key := strings.ReplaceAll(strings.TrimSpace(k), ".", "/")
+		key := routerKey(k)
 		set, ok := keys[key]
 		if !ok {
 			continue

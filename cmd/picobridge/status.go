@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/bridge/server"
+	"github.com/picobridge/picobridge/zenohpath"
 )
 
 func init() { subcommands = append(subcommands, newStatusCommand) }
@@ -81,9 +83,23 @@ func getJSON(ctx context.Context, u string, v any) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+		return nil, &httpStatusError{URL: u, Status: resp.Status, Code: resp.StatusCode}
 	}
 	return b, json.Unmarshal(b, v)
+}
+
+// httpStatusError is an answer other than 200 OK.
+type httpStatusError struct {
+	URL, Status string
+	Code        int
+}
+
+func (e *httpStatusError) Error() string { return fmt.Sprintf("GET %s: %s", e.URL, e.Status) }
+
+// isNotFound reports whether err is a 404 answer.
+func isNotFound(err error) bool {
+	var h *httpStatusError
+	return errors.As(err, &h) && h.Code == http.StatusNotFound
 }
 
 func runStatus(ctx context.Context, w io.Writer, o statusOptions) error {
@@ -96,11 +112,28 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions) error {
 	}
 	var dz devicezJSON
 	raw, err := getJSON(ctx, statusURL(o.addr, bridge.PathDevicez, q), &dz)
-	if err != nil {
+	if isNotFound(err) {
+		// no /devicez at all: a plain `picobridge router` serves /routerz
+		var st zenohpath.Status
+		if rawRouter, rerr := getJSON(ctx, statusURL(o.addr, zenohpath.StatusPath, nil), &st); rerr == nil {
+			const notGateway = "is a plain Zenoh router (picobridge router), not a gateway"
+			if o.device != "" {
+				return fmt.Errorf("--device %q: %s %s: it has no devices", o.device, o.addr, notGateway)
+			}
+			if o.jsonOut {
+				_, _ = w.Write(rawRouter)
+				return nil
+			}
+			fmt.Fprintf(w, "%s %s: it has no devices, lanes or DDS routes. Its %s:\n", o.addr, notGateway, zenohpath.StatusPath)
+			printRouterz(w, st)
+			return nil
+		}
+	}
+	if err != nil && !(o.device != "" && isNotFound(err)) {
 		return err
 	}
-	if o.device != "" && len(dz.Devices) == 0 {
-		// /devicez answers an empty list for a name it does not know: say so
+	if o.device != "" && (err != nil || len(dz.Devices) == 0) {
+		// /devicez answers 404 for a name it does not know: say so
 		var all devicezJSON
 		if _, err := getJSON(ctx, statusURL(o.addr, bridge.PathDevicez, nil), &all); err != nil {
 			return err
@@ -260,4 +293,51 @@ func printRoutez(w io.Writer, rz server.RoutezResponse) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", r.Topic, r.Type, r.Direction, r.Key, r.Criticality, r.QoS, r.Endpoints, r.Samples, r.Errors)
 	}
 	_ = tw.Flush()
+}
+
+// printRouterz prints a router's /routerz: its zid, listen endpoints, a
+// count of faces by kind and of entities, and one line per face.
+func printRouterz(w io.Writer, st zenohpath.Status) {
+	fmt.Fprintf(w, "zid: %s\n", st.ZID)
+	fmt.Fprintf(w, "listen: %s\n", strings.Join(st.Listen, ", "))
+	kinds := map[string]int{}
+	for _, f := range st.Faces {
+		kinds[f.WhatAmI]++
+	}
+	var parts []string
+	for _, k := range []string{"router", "peer", "client"} {
+		if n := kinds[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, plural(n, k)))
+		}
+	}
+	byKind := ""
+	if len(parts) > 0 {
+		byKind = " (" + strings.Join(parts, ", ") + ")"
+	}
+	fmt.Fprintf(w, "faces: %d%s, %d %s, %d %s, %d %s\n", len(st.Faces), byKind,
+		st.Subscribers, plural(st.Subscribers, "subscriber"), st.Queryables, plural(st.Queryables, "queryable"), st.Tokens, plural(st.Tokens, "token"))
+	if len(st.Faces) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FACE\tZID\tWHATAMI\tUPSTREAM\tSUBSCRIBERS\tQUERYABLES\tTOKENS\tAUTH")
+	for _, f := range st.Faces {
+		up, auth := "no", f.AuthID
+		if f.Upstream {
+			up = "yes"
+		}
+		if auth == "" {
+			auth = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", f.ID, f.ZID, f.WhatAmI, up, f.Subscribers, f.Queryables, f.Tokens, auth)
+	}
+	_ = tw.Flush()
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }

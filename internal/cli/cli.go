@@ -98,21 +98,131 @@ func Setup(root *cobra.Command) {
 	walk(root)
 }
 
+// unknownCommand is the error for a word under group c that names none of
+// its subcommands, worded as cobra words it for root: `unknown command "x"
+// for "tool group" (see tool group --help)`, then cobra's suggestions.
+func unknownCommand(c *cobra.Command, word string) error {
+	var sb strings.Builder
+	if !c.DisableSuggestions {
+		if c.SuggestionsMinimumDistance <= 0 {
+			c.SuggestionsMinimumDistance = 2
+		}
+		if s := c.SuggestionsFor(word); len(s) > 0 {
+			sb.WriteString("\n\nDid you mean this?")
+			for _, x := range s {
+				sb.WriteString("\n\t" + x)
+			}
+		}
+	}
+	return Usagef("unknown command %q for %q (see %s --help)%s", word, c.CommandPath(), c.CommandPath(), sb.String())
+}
+
+// unknownInGroup is the UsageError for the first word of rest (the
+// arguments root.Find left after cmd's path) when cmd is a group below root,
+// a command that only holds subcommands; nil otherwise. The value of a
+// flag of cmd that takes one ("--gateway ADDR") is not a word.
+func unknownInGroup(cmd *cobra.Command, rest []string) error {
+	if !cmd.HasParent() || !cmd.HasSubCommands() || cmd.Runnable() {
+		return nil
+	}
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--":
+			if i+1 < len(rest) {
+				return unknownCommand(cmd, rest[i+1])
+			}
+			return nil
+		case strings.HasPrefix(a, "--"):
+			if f := cmd.Flags().Lookup(a[2:]); f != nil && f.NoOptDefVal == "" {
+				i++ // its value
+			}
+		case strings.HasPrefix(a, "-") && len(a) == 2:
+			if f := cmd.Flags().ShorthandLookup(a[1:]); f != nil && f.NoOptDefVal == "" {
+				i++
+			}
+		case strings.HasPrefix(a, "-"):
+		default:
+			return unknownCommand(cmd, a)
+		}
+	}
+	return nil
+}
+
+// helpCommand replaces cobra's `help [command]`, which prints root's usage
+// with status 0 for a topic it does not know: here an unknown topic is the
+// UsageError an unknown command is (`tool help rn` says what `tool rn` says).
+func helpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help prints the help of any command: " + root.Name() + " help [command] is " + root.Name() + " [command] --help.",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil {
+				return unknownFromFind(c.Root(), err)
+			}
+			if err := unknownInGroup(cmd, rest); err != nil {
+				return err
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
+	}
+}
+
+// unknownFromFind is root.Find's error for an unknown subcommand of root
+// as a UsageError, "(see tool --help)" after its first line.
+func unknownFromFind(root *cobra.Command, err error) error {
+	first, rest, _ := strings.Cut(strings.TrimRight(err.Error(), "\n"), "\n")
+	if rest != "" {
+		rest = "\n" + rest
+	}
+	return Usagef("%s (see %s --help)%s", first, root.Name(), rest)
+}
+
 // Execute runs root with args (without the program name) like
 // root.Execute, after Setup, and returns its error with usage errors marked
 // as UsageErrors: an unknown subcommand and a missing required flag, which
-// cobra reports without its flag error hook, are UsageErrors too.
+// cobra reports without its flag error hook, are UsageErrors too, and so is
+// a word under a group that names none of its subcommands (`picobridge
+// knobs explian`: cobra checks that for root only and prints the group's
+// help with status 0, so a typo in a script passed). The
+// commands cobra adds itself (help, completion and the hidden __complete
+// that completion scripts call) are added first, so that they run.
 func Execute(root *cobra.Command, args []string) error {
-	Setup(root)
 	root.SetArgs(args)
-	cmd, _, err := root.Find(args)
+	if len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd) {
+		// a completion script asking for candidates: cobra's own command
+		return root.Execute()
+	}
+	if root.HasSubCommands() {
+		root.SetHelpCommand(helpCommand(root))
+		root.InitDefaultHelpCmd()
+	}
+	root.InitDefaultCompletionCmd(args...)
+	Setup(root)
+	cmd, rest, err := root.Find(args)
 	if err != nil {
 		// an unknown subcommand, reported before any flag or argument check
-		first, rest, _ := strings.Cut(strings.TrimRight(err.Error(), "\n"), "\n")
-		if rest != "" {
-			rest = "\n" + rest
-		}
-		return Usagef("%s (see %s --help)%s", first, root.Name(), rest)
+		return unknownFromFind(root, err)
+	}
+	if err := unknownInGroup(cmd, rest); err != nil {
+		return err
 	}
 	if err := singleDashLong(cmd, args); err != nil {
 		return err

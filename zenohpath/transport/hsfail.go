@@ -18,10 +18,12 @@ import (
 //   - before INIT is validated a stream link accepts batches of at most
 //     maxHandshakeBatch bytes, checked on the length prefix before any
 //     buffer is taken (too_large), and holds no buffer while it waits;
-//   - failures are logged rate-limited: the first one after a quiet
-//     interval with its detail, the rest as one summary line per
-//     handshakeLogInterval with counts by reason. All are counted in
-//     picobridge_transport_handshake_failures_total{reason}.
+//   - failures are logged rate-limited per cause (reason): a cause's first
+//     failure after a quiet interval at once with its remote and error, the
+//     rest as one summary line per cause and handshakeLogInterval with its
+//     count, its total and its last remote and error, so that no cause
+//     (a client's TLS error) is hidden behind another (a scanner's eof).
+//     All are counted in picobridge_transport_handshake_failures_total{reason}.
 
 // maxHandshakeBatch bounds a batch received by the accepting side during
 // INIT/OPEN, in bytes of content: an InitSyn or OpenSyn with every
@@ -64,45 +66,73 @@ func handshakeFailReason(err error) string {
 }
 
 // hsFailures counts a Listener's failed handshakes and logs them
-// rate-limited. Safe for concurrent use.
+// rate-limited per cause. Safe for concurrent use.
 type hsFailures struct {
 	log   *slog.Logger
 	m     *Metrics
 	every time.Duration
 
 	mu     sync.Mutex
-	counts map[string]uint64 // since the last line
-	total  uint64            // since the Listener started
-	timer  *time.Timer       // non-nil while an interval is open
+	causes map[string]*hsCause
+	timer  *time.Timer // non-nil while some cause's series is open
 	closed bool
 }
 
-func newHSFailures(log *slog.Logger, m *Metrics) *hsFailures {
-	return &hsFailures{log: log, m: m, every: handshakeLogInterval, counts: map[string]uint64{}}
+// hsCause is one reason's series of failures.
+type hsCause struct {
+	active     bool   // its first failure was logged; its series is open
+	pending    uint64 // failures since its last line
+	total      uint64 // since the Listener started
+	lastRemote string
+	lastErr    error
 }
 
-// add records one failure. The first one after a quiet interval is logged
-// at once (with remote and err), the others wait for the summary.
+func newHSFailures(log *slog.Logger, m *Metrics) *hsFailures {
+	return &hsFailures{log: log, m: m, every: handshakeLogInterval, causes: map[string]*hsCause{}}
+}
+
+// add records one failure. A cause's first failure after a quiet interval
+// is logged at once (with remote and err); its others wait for the
+// summary.
 func (f *hsFailures) add(reason, remote string, err error) {
 	f.m.handshakeFailed(reason)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.total++
-	if f.timer == nil && !f.closed {
-		f.log.Info("transport: handshake failed (further failures are summarised)", "remote", remote, "reason", reason,
+	c := f.causes[reason]
+	if c == nil {
+		c = &hsCause{}
+		f.causes[reason] = c // reasons are a closed set: the map stays small
+	}
+	c.total++
+	if !c.active && !f.closed {
+		c.active = true
+		f.log.Info("transport: handshake failed (further failures of this cause are summarised)", "remote", remote, "reason", reason,
 			"err", err, "summary_every", f.every)
-		f.timer = time.AfterFunc(f.every, f.tick)
+		if f.timer == nil {
+			f.timer = time.AfterFunc(f.every, f.tick)
+		}
 		return
 	}
-	f.counts[reason]++
+	c.pending++
+	c.lastRemote, c.lastErr = remote, err
 }
 
-// tick ends an interval: it logs the summary when there were failures
-// (and opens the next interval), else the Listener is quiet again.
+// tick ends an interval: one summary line per cause that failed in it; a
+// cause that did not is quiet again (its next failure is logged at once).
+// The next interval opens while some cause's series is open.
 func (f *hsFailures) tick() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.flushLocked() && !f.closed {
+	open := false
+	for _, r := range f.reasonsLocked() {
+		c := f.causes[r]
+		if f.flushLocked(r, c) {
+			open = true
+		} else {
+			c.active = false
+		}
+	}
+	if open && !f.closed {
 		f.timer.Reset(f.every)
 		return
 	}
@@ -117,27 +147,28 @@ func (f *hsFailures) close() {
 	if f.timer != nil {
 		f.timer.Stop()
 	}
-	f.flushLocked()
+	for _, r := range f.reasonsLocked() {
+		f.flushLocked(r, f.causes[r])
+	}
 }
 
-// flushLocked logs and clears the counts; it reports whether there were any.
-func (f *hsFailures) flushLocked() bool {
-	if len(f.counts) == 0 {
+func (f *hsFailures) reasonsLocked() []string {
+	rs := make([]string, 0, len(f.causes))
+	for r := range f.causes {
+		rs = append(rs, r)
+	}
+	slices.Sort(rs)
+	return rs
+}
+
+// flushLocked logs cause c's summary line and clears its count; it reports
+// whether there was anything to log.
+func (f *hsFailures) flushLocked(reason string, c *hsCause) bool {
+	if c.pending == 0 {
 		return false
 	}
-	var n uint64
-	reasons := make([]string, 0, len(f.counts))
-	for r, c := range f.counts {
-		reasons = append(reasons, r)
-		n += c
-	}
-	slices.Sort(reasons)
-	attrs := make([]any, 0, 2*len(reasons)+6)
-	attrs = append(attrs, "count", n, "interval", f.every, "total", f.total)
-	for _, r := range reasons {
-		attrs = append(attrs, r, f.counts[r])
-	}
-	f.log.Info("transport: handshakes failed", attrs...)
-	clear(f.counts)
+	f.log.Info("transport: handshakes failed", "reason", reason, "count", c.pending, "interval", f.every, "total", c.total,
+		"last_remote", c.lastRemote, "last_err", c.lastErr)
+	c.pending, c.lastRemote, c.lastErr = 0, "", nil
 	return true
 }
