@@ -140,7 +140,14 @@ func (d *Device) oversizeHint(size int) string {
 	d.mu.RLock()
 	dc, r, capa := d.conf, d.resolved, d.capa
 	d.mu.RUnlock()
-	if dc != nil || d.Announced() || r == nil {
+	if r == nil {
+		return ""
+	}
+	if capa.LargeSlots > 0 && size > capa.MaxSampleBytes(false) && size <= capa.MaxSampleBytes(true) {
+		return fmt.Sprintf("%d B is larger than the %d B small subscriber slot (%s): if the device's application declared this subscription large, list it in devices.list[].large_subscriptions (%d large slots of %d B); else raise %s",
+			size, capa.SlotBytes, knobs.SubscriberBufferSize, capa.LargeSlots, capa.LargeSlotBytes, knobs.SubscriberBufferSize)
+	}
+	if dc != nil || d.Announced() {
 		return ""
 	}
 	fix := oversizeFix(r, capa, size)

@@ -122,6 +122,16 @@ type DeviceConfig struct {
 	// device link's budget in bytes/s shared by both lanes (critical
 	// first); 0: the policy's.
 	LinkBytesPerS float64 `yaml:"link_bytes_per_s"`
+	// LargeSubscriptions lists the device's subscriptions (key expressions,
+	// as the device declares them) whose application asked for a
+	// large-class slot (nano-ros: a message larger than
+	// subscriber_size_threshold gets one of max_large_subscribers slots of
+	// subscriber_large_size bytes). The Zenoh declaration does not say, so
+	// the gateway sends a subscription larger samples than the small slot
+	// (subscriber_buffer_size) only when it is listed here; the rest are
+	// refused and counted as oversize, never dropped silently in the
+	// device's ring. At most max_large_subscribers entries.
+	LargeSubscriptions []string `yaml:"large_subscriptions"`
 }
 
 // ClassifierConfig holds the probe classifier's parameters (Adaptive Bridge
@@ -544,6 +554,11 @@ func (c *Config) Validate() error {
 		}
 		if d.LinkBytesPerS < 0 {
 			at(k+".link_bytes_per_s", "must be ≥ 0 bytes/s (got %v; 0: policy.link.bytes_per_s)", d.LinkBytesPerS)
+		}
+		for j, ls := range d.LargeSubscriptions {
+			if ls == "" || strings.ContainsAny(ls, " \t") {
+				at(fmt.Sprintf("%s.large_subscriptions[%d]", k, j), "want a key expression the device subscribes to (got %q)", ls)
+			}
 		}
 		if d.ZID != "" {
 			z := strings.ToLower(d.ZID)

@@ -162,10 +162,14 @@ func (s *deviceStats) drop(l Lane, r DropReason, n int) {
 // budget. The device's socket window is not here: it caps what the device
 // sends, never what it receives (anchors.md §2.6).
 type Shaping struct {
-	// MaxMessageBytes is the largest network message the device can receive:
-	// knobs.Capacity.MaxSampleBytes (frag_max_size or one batch, and the
-	// subscriber slot).
+	// MaxMessageBytes is the largest message a subscription of the device
+	// with a small-class slot receives: knobs.Capacity.MaxSampleBytes(false)
+	// (frag_max_size or one batch, and subscriber_buffer_size).
 	MaxMessageBytes int
+	// LargeMessageBytes is the same for a subscription listed in
+	// devices.list[].large_subscriptions: MaxSampleBytes(true) (the large
+	// slot, subscriber_large_size, when the device has large slots).
+	LargeMessageBytes int
 	// RingDepth is the most samples of one subscription per burst
 	// (subscriber_ring_depth, knobs.Capacity.SamplesPerBurst).
 	RingDepth int
@@ -176,17 +180,16 @@ type Shaping struct {
 
 // ShapingOf derives a device's shaping from its capacity and the batched
 // lane's flush interval (policy.batched.flush_interval; ≤ 0:
-// knobs.DefaultGatewayFlush). The slot used is the large one when the
-// device has large subscribers: the gateway cannot tell which of the
-// device's subscribers are large.
+// knobs.DefaultGatewayFlush).
 func ShapingOf(c knobs.Capacity, flush time.Duration) Shaping {
 	if flush <= 0 {
 		flush = knobs.DefaultGatewayFlush
 	}
 	return Shaping{
-		MaxMessageBytes: c.MaxSampleBytes(c.LargeSlots > 0),
-		RingDepth:       c.SamplesPerBurst(),
-		FlushInterval:   max(flush, time.Millisecond),
+		MaxMessageBytes:   c.MaxSampleBytes(false),
+		LargeMessageBytes: c.MaxSampleBytes(true),
+		RingDepth:         c.SamplesPerBurst(),
+		FlushInterval:     max(flush, time.Millisecond),
 	}
 }
 
@@ -298,14 +301,24 @@ func (e *egress) drop(l Lane, r DropReason, n int, crit bool, now time.Time) {
 // conservative message overhead.
 func sampleBytes(s Sample) int { return len(s.Payload) + MessageOverhead(s.Key) }
 
-// oversize reports whether s cannot reach the device, counting and logging it.
+// oversize reports whether s cannot reach the device, counting and logging
+// it: larger than the small-class slot of the device's subscriptions, and
+// than the large slot when a subscription including its key is listed in
+// large_subscriptions (the device would drop it silently in its ring).
 func (e *egress) oversize(l Lane, s Sample, crit bool, now time.Time) bool {
 	size := sampleBytes(s)
 	if size <= e.shape.MaxMessageBytes {
 		return false
 	}
+	limit := e.shape.MaxMessageBytes
+	if e.subsOf != nil && e.shape.LargeMessageBytes > limit && e.subsOf.largeFor(s.Key) {
+		limit = e.shape.LargeMessageBytes
+		if size <= limit {
+			return false
+		}
+	}
 	e.drop(l, DropOversize, 1, crit, now)
-	attrs := []slog.Attr{slog.String("key", s.Key), slog.Int("bytes", size), slog.Int("max_bytes", e.shape.MaxMessageBytes)}
+	attrs := []slog.Attr{slog.String("key", s.Key), slog.Int("bytes", size), slog.Int("max_bytes", limit)}
 	if e.oversizeHint != nil && e.oversizeSeen.CompareAndSwap(false, true) {
 		if fix := e.oversizeHint(size); fix != "" {
 			attrs = append(attrs, slog.String("fix", fix))
@@ -663,6 +676,9 @@ type subsSource interface {
 	// subsFor lists the indices of the subscriptions that include key
 	// (never nil: empty when none does).
 	subsFor(key string) []int
+	// largeFor reports whether a subscription that includes key is listed
+	// in the device's large_subscriptions (it has a large-class slot).
+	largeFor(key string) bool
 }
 
 // subsRoom reports whether every subscription in subs has room for one

@@ -558,6 +558,9 @@ type Device struct {
 	cls      *Classifier
 	class    atomic.Uint32                // effective Class the lanes were last set for (read by Lane without a lock)
 	subsSnap atomic.Pointer[subsSnapshot] // subs for the lanes, read without d.mu (lock order)
+	// largeSubs is devices.list[].large_subscriptions of the device's
+	// configuration (nil: none), read by the lanes without d.mu.
+	largeSubs atomic.Pointer[[]string]
 
 	// The two lanes as scheduler units (no goroutine of their own).
 	expUnit, batUnit *unit
@@ -595,6 +598,19 @@ type subsSnapshot struct {
 }
 
 func (d *Device) subsGen() uint64 { return d.subsSnap.Load().gen }
+
+func (d *Device) largeFor(key string) bool {
+	large := d.largeSubs.Load()
+	if large == nil || len(*large) == 0 {
+		return false
+	}
+	for _, s := range d.subsSnap.Load().subs {
+		if slices.Contains(*large, s) && d.g.incl(s, key) {
+			return true
+		}
+	}
+	return false
+}
 
 func (d *Device) subsFor(key string) []int {
 	snap := d.subsSnap.Load()
@@ -645,6 +661,11 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	d.mu.Lock()
 	old := d.eg
 	d.name, d.conf, d.resolved, d.capa, d.shape = name, dc, prof.resolved, prof.capa, shape
+	if dc != nil {
+		d.largeSubs.Store(&dc.LargeSubscriptions)
+	} else {
+		d.largeSubs.Store(nil)
+	}
 	d.eg = newEgress(name, shape, g.cfg.Policy, stats, log)
 	d.eg.crit = &critLogger{log: dlog, interval: g.cfg.Policy.CriticalDropLogInterval}
 	d.eg.wakeExpress, d.eg.wakeBatched, d.eg.subsOf = d.expUnit.wake, d.batUnit.wake, d

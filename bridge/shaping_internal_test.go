@@ -124,8 +124,18 @@ func TestSheddingOrderNoncriticalFirst(t *testing.T) {
 
 // subsList is a device's subscription list for the ring budget.
 type subsList struct {
-	subs []string
-	gen  uint64
+	subs  []string
+	gen   uint64
+	large []string // subscriptions with a large-class slot
+}
+
+func (l *subsList) largeFor(key string) bool {
+	for _, s := range l.large {
+		if KeyIncludes(s, key) {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *subsList) subsGen() uint64 { return l.gen }
@@ -282,4 +292,31 @@ func TestLinkSelfDelay(t *testing.T) {
 	bud, rate := b.Rate()
 	require.Equal(t, 100_000.0, bud)
 	require.Equal(t, 90_000.0, rate)
+}
+
+// A sample larger than the device's small subscriber slot reaches only a
+// subscription listed in large_subscriptions (it has a large slot); any
+// other is refused and counted as oversize, never sent for the device to
+// drop silently in its ring (issue 31 item 1).
+func TestOversizeBySlotClass(t *testing.T) {
+	shape := testShape()
+	shape.MaxMessageBytes, shape.LargeMessageBytes = 1024, 2048
+	e, _ := newTestEgress(t, testPolicy(), shape)
+	e.subsOf = &subsList{subs: []string{"scan", "imu"}, large: []string{"scan"}}
+	scan := Sample{Key: "scan", Payload: make([]byte, 1504), Time: t0}
+	imu := Sample{Key: "imu", Payload: make([]byte, 1504), Time: t0}
+	huge := Sample{Key: "scan", Payload: make([]byte, 4000), Time: t0}
+	e.offerExpress(scan, t0)
+	e.offerExpress(imu, t0)
+	e.offerExpress(huge, t0)
+	var got []string
+	for {
+		s, ok, _ := e.nextExpress(t0)
+		if !ok {
+			break
+		}
+		got = append(got, s.Key)
+	}
+	require.Equal(t, []string{"scan"}, got)
+	require.Equal(t, uint64(2), e.dropped(LaneExpress, DropOversize))
 }

@@ -59,7 +59,7 @@ func TestShapingIgnoresSocketWindow(t *testing.T) {
 	nativeSim := knobs.Capacity{RingDepth: 4, SocketWindow: 100 * time.Millisecond, PerFdTxCeiling: true,
 		TxBatch: true, TxFlush: 50 * time.Millisecond, SplitLock: true, SlotBytes: 1024, MaxMessageBytes: 2048}
 	s := bridge.ShapingOf(nativeSim, 20*time.Millisecond)
-	require.Equal(t, bridge.Shaping{MaxMessageBytes: 1024, RingDepth: 4, FlushInterval: 20 * time.Millisecond}, s)
+	require.Equal(t, bridge.Shaping{MaxMessageBytes: 1024, LargeMessageBytes: 1024, RingDepth: 4, FlushInterval: 20 * time.Millisecond}, s)
 	posix := nativeSim
 	posix.PerFdTxCeiling, posix.SocketWindow = false, 5*time.Millisecond
 	require.Equal(t, s, bridge.ShapingOf(posix, 20*time.Millisecond))
