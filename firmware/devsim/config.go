@@ -26,9 +26,12 @@ type DeviceConfig struct {
 	// Endpoint is the router locator to connect to (tcp/host:port,
 	// udp/host:port); the fleet's endpoint when empty.
 	Endpoint string `yaml:"endpoint" json:"endpoint,omitempty"`
-	// Drain overrides the application's ring drain interval (default: the
-	// socket window, knobs.Capacity.DrainInterval). A slow application.
-	Drain time.Duration `yaml:"drain" json:"drain,omitempty"`
+	// Spin is the application's executor spin period: 0 (default) = the
+	// application is woken by the subscriber callback and takes each sample
+	// on arrival (nano-ros signal_executor_wake); > 0 = it takes the samples
+	// in its rings every Spin (a timer-paced spin_once, e.g. a slow
+	// application; the rings still fill and overflow in between).
+	Spin time.Duration `yaml:"spin" json:"spin,omitempty"`
 	// Subscriptions are the keys the device subscribes to.
 	Subscriptions []Subscription `yaml:"subscriptions" json:"subscriptions,omitempty"`
 	// Publications are the keys the device publishes, each at its rate.
@@ -152,8 +155,8 @@ func (c *DeviceConfig) Validate() error {
 	if err := c.checkReplicas(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Drain < 0 {
-		bad("drain must be >= 0 (got %s)", c.Drain)
+	if c.Spin < 0 {
+		bad("spin must be >= 0 (got %s)", c.Spin)
 	}
 	for i, s := range c.Subscriptions {
 		if err := keyexpr.ValidateCanonical(s.Key); err != nil || len(s.Key) > maxKeyLen {
