@@ -203,7 +203,7 @@ func NewDevice(cfg DeviceConfig, opts Options) (*Device, error) {
 	if d.model.PerFdLock {
 		d.lock = newFDLock(d.model.SocketWindow)
 	}
-	d.tx = &txPath{batch: d.model.TxBatch, split: d.model.SplitLock, content: d.batchContent(), lock: d.lock, write: d.write}
+	d.tx = newTxPath(d.model.TxBatch, d.model.SplitLock, d.batchContent(), d.lock, d.write)
 	var zb [16]byte // Z_ZID_LENGTH: a random 16-byte ZID, kept across reconnects
 	_, _ = rand.Read(zb[:])
 	zb[15] |= 1 // never the zero ZID

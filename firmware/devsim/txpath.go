@@ -2,7 +2,6 @@ package devsim
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
@@ -24,9 +23,11 @@ import (
 //     flush steals the batch under the TX mutex and writes it under a
 //     separate link mutex, so appends go on meanwhile; an overflow parks the
 //     full batch in the one spare buffer, and a second overflow while one is
-//     parked sends the parked one inline (the publisher waits); every send
-//     drains the parked batch first; the spare is only touched under the
-//     link mutex, taken after the TX mutex (lock order tx → link);
+//     parked sends the parked one inline (the publisher waits); a flush
+//     with a batch parked sends that one (the steal needs the spare buffer
+//     to swap into) and an express put sends it before its own; the spare
+//     is only touched under the link mutex, taken after the TX mutex (lock
+//     order tx → link);
 //   - express puts (tx_express) bypass the batch: one send of their own.
 //
 // write does the socket write of msgs (ok=false: abandoned, count them as
@@ -37,11 +38,37 @@ type txPath struct {
 	lock         *fdLock
 	write        func(msgs []pendingMsg, ok, single bool)
 
-	txMu         sync.Mutex // the transport TX mutex
+	txMu         chanMutex // the transport TX mutex
 	pending      []pendingMsg
 	pendingBytes int
-	linkMu       sync.Mutex   // split lock: the link-write mutex
+	linkMu       chanMutex    // split lock: the link-write mutex
 	spare        []pendingMsg // split lock: the parked full batch (under linkMu)
+}
+
+// chanMutex is a mutex whose waiters are served in arrival order, as a
+// Zephyr k_mutex hands itself to its (equal-priority) waiters at unlock;
+// a channel also lets testing/synctest see a waiter as durably blocked.
+type chanMutex chan struct{}
+
+func newChanMutex() chanMutex { return make(chanMutex, 1) }
+
+func (m chanMutex) Lock()   { m <- struct{}{} }
+func (m chanMutex) Unlock() { <-m }
+
+// TryLock takes the mutex if it is free.
+func (m chanMutex) TryLock() bool {
+	select {
+	case m <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// newTxPath returns the TX path of a device (see txPath).
+func newTxPath(batch, split bool, content int, lock *fdLock, write func(msgs []pendingMsg, ok, single bool)) *txPath {
+	return &txPath{batch: batch, split: split && batch, content: content, lock: lock, write: write,
+		txMu: newChanMutex(), linkMu: newChanMutex()}
 }
 
 // send waits for the socket and writes msgs in one send.
@@ -89,18 +116,25 @@ func (p *txPath) publish(ctx context.Context, stop <-chan struct{}, m pendingMsg
 // application spin's, flush.
 func (p *txPath) flush(ctx context.Context, stop <-chan struct{}) {
 	p.txMu.Lock()
-	b := p.take()
 	if !p.split {
 		defer p.txMu.Unlock()
-		if len(b) > 0 {
+		if b := p.take(); len(b) > 0 {
 			p.send(ctx, stop, b, false)
 		}
 		return
 	}
 	p.linkMu.Lock()
-	p.txMu.Unlock()
 	defer p.linkMu.Unlock()
-	p.drainSpare(ctx, stop)
+	if len(p.spare) > 0 {
+		// The steal swaps the batch into the spare buffer: with a batch
+		// parked there, this flush sends the parked one and leaves the
+		// current batch for the next flush (one socket send per flush).
+		p.txMu.Unlock()
+		p.drainSpare(ctx, stop)
+		return
+	}
+	b := p.take()
+	p.txMu.Unlock()
 	if len(b) > 0 {
 		p.send(ctx, stop, b, false)
 	}
