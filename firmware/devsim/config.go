@@ -38,6 +38,13 @@ type DeviceConfig struct {
 	Publications []Publication `yaml:"publications" json:"publications,omitempty"`
 	// NoProbeResponder turns off the probe responder (default on).
 	NoProbeResponder bool `yaml:"no_probe_responder" json:"no_probe_responder,omitempty"`
+	// PongFrom says where the probe responder sends its pong from:
+	// PongFromReadTask (default, "" too) = inside the subscriber callback on
+	// the read task, as firmware/responder/c does: no socket-window wait;
+	// PongFromApp = from the application (a responder written as a nano-ros
+	// subscription or queryable): the pong is an express put that waits for
+	// the socket like any send, after dev_send was stamped.
+	PongFrom string `yaml:"pong_from" json:"pong_from,omitempty"`
 	// Replicas > 1 makes that many devices of this one, named <name>-0 …
 	// <name>-<n-1> (Expand); at most MaxReplicas.
 	Replicas int `yaml:"replicas" json:"replicas,omitempty"`
@@ -76,6 +83,12 @@ type Publication struct {
 	// Count stops the publisher after this many attempts (0 = unlimited).
 	Count int `yaml:"count" json:"count,omitempty"`
 }
+
+// Where the probe pong is sent from (DeviceConfig.PongFrom).
+const (
+	PongFromReadTask = "read_task"
+	PongFromApp      = "app"
+)
 
 // Defaults.
 const (
@@ -154,6 +167,9 @@ func (c *DeviceConfig) Validate() error {
 	}
 	if err := c.checkReplicas(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.PongFrom != "" && c.PongFrom != PongFromReadTask && c.PongFrom != PongFromApp {
+		bad("pong_from must be %q or %q (got %q)", PongFromReadTask, PongFromApp, c.PongFrom)
 	}
 	if c.Spin < 0 {
 		bad("spin must be >= 0 (got %s)", c.Spin)

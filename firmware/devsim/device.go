@@ -105,6 +105,7 @@ type Device struct {
 	conn         *conn
 	subs         []*subscriber
 	pubs         []*publisher
+	pingQ        []pingJob // pings waiting for the application (PongFromApp)
 	connects     uint64
 	lastErr      string
 	rxPrev       uint64 // batches of past sessions
@@ -130,7 +131,17 @@ type publisher struct {
 	st  PubStats
 }
 
-// pendingMsg is one sample on the device's TX path.
+// pingJob is a ping waiting for an application-level responder.
+type pingJob struct {
+	ping    []byte
+	devRecv uint64
+	c       *conn
+}
+
+// pingQueueDepth bounds the pings waiting for the application.
+const pingQueueDepth = 16
+
+// pendingMsg is one sample on the device's TX path (pub nil: a pong).
 type pendingMsg struct {
 	push     wire.Push
 	size     int // push.Len(), bytes of the batch it takes
@@ -518,6 +529,17 @@ func (d *Device) handlePush(c *conn, s *transport.Session, m *wire.Push) {
 		d.pings.Add(1)
 		ping := append([]byte(nil), put.Payload...)
 		devRecv := uint64(now.Sub(d.started))
+		if d.cfg.PongFrom == PongFromApp {
+			// A responder in the application: the ping waits for the
+			// application like any sample (ring: the pending pings).
+			if len(d.pingQ) >= pingQueueDepth {
+				d.pingDrops.Add(1)
+				return
+			}
+			d.pingQ = append(d.pingQ, pingJob{ping: ping, devRecv: devRecv, c: c})
+			c.newSamples = true
+			return
+		}
 		// The pong goes out from the read task, inside the subscriber
 		// callback, as the C responder does (docs/devsim.md "Probe pong"):
 		// the read task is not in recv, so it does not wait for the window.
@@ -668,14 +690,19 @@ func (d *Device) write(msgs []pendingMsg, ok, single bool) {
 	defer d.mu.Unlock()
 	for i := range msgs {
 		m := &msgs[i]
-		if !ok || m.c != d.conn {
-			m.pub.st.TxDrops++
-			continue
+		err := errNotSent
+		if ok && m.c == d.conn {
+			err = m.c.s.Send(&m.push, transport.SendOptions{Reliable: m.reliable, Express: single})
 		}
-		if err := m.c.s.Send(&m.push, transport.SendOptions{Reliable: m.reliable, Express: single}); err != nil {
-			m.pub.st.TxDrops++
-		} else {
+		switch {
+		case m.pub == nil && err == nil:
+			d.pongs.Add(1)
+		case m.pub == nil:
+			d.pingDrops.Add(1)
+		case err == nil:
 			m.pub.st.Sent++
+		default:
+			m.pub.st.TxDrops++
 		}
 	}
 }
@@ -713,6 +740,7 @@ func (d *Device) appLoop(ctx context.Context) {
 		case <-flushTick:
 		}
 		d.take()
+		d.answerPings(ctx)
 		if spinFlush {
 			d.tx.flush(ctx, nil)
 		}
@@ -745,20 +773,49 @@ func (d *Device) take() {
 	}
 }
 
+// errNotSent marks a message whose send was abandoned or whose session
+// ended before it was written.
+var errNotSent = errors.New("devsim: not sent")
+
+// answerPings is an application-level responder (PongFromApp): each pong
+// is stamped (dev_send) and then put express, waiting for the socket like
+// any send of the application.
+func (d *Device) answerPings(ctx context.Context) {
+	d.mu.Lock()
+	jobs := d.pingQ
+	d.pingQ = nil
+	d.mu.Unlock()
+	for _, j := range jobs {
+		push, err := d.pongPush(j.c, j.ping, j.devRecv)
+		if err != nil {
+			continue
+		}
+		d.tx.publish(ctx, j.c.stop, pendingMsg{push: *push, size: push.Len(), c: j.c}, true)
+	}
+}
+
+// pongPush builds the pong of one ping.
+func (d *Device) pongPush(c *conn, ping []byte, devRecv uint64) (*wire.Push, error) {
+	pong, err := d.resp.Respond(ping, devRecv, uint64(time.Since(d.started)))
+	if err != nil {
+		d.log.Debug("probe: bad ping", "err", err)
+		return nil, err
+	}
+	return &wire.Push{
+		WireExpr: wire.WireExpr{Scope: c.pongKeyID, Mapping: wire.MappingSender},
+		NetExt:   wire.NetExt{HasQoS: true, QoS: wire.NewQoS(wire.PriorityRealTime, wire.CongestionDrop, true)},
+		Body:     &wire.Put{Payload: pong},
+	}, nil
+}
+
 // sendPong answers one probe ping from the read task: one express send,
 // outside the TX path's locks and without waiting for the socket window
 // (the read task is not in recv while its callback runs, so the socket is
 // free; docs/devsim.md "Probe pong").
 func (d *Device) sendPong(c *conn, s *transport.Session, ping []byte, devRecv uint64) {
-	pong, err := d.resp.Respond(ping, devRecv, uint64(time.Since(d.started)))
+	push, err := d.pongPush(c, ping, devRecv)
 	if err != nil {
-		d.log.Debug("probe: bad ping", "err", err)
 		return
-	}
-	push := &wire.Push{
-		WireExpr: wire.WireExpr{Scope: c.pongKeyID, Mapping: wire.MappingSender},
-		NetExt:   wire.NetExt{HasQoS: true, QoS: wire.NewQoS(wire.PriorityRealTime, wire.CongestionDrop, true)},
-		Body:     &wire.Put{Payload: pong},
 	}
 	if s.Send(push, transport.SendOptions{Express: true}) == nil {
 		d.pongs.Add(1)

@@ -102,6 +102,9 @@ func TestParseDeviceSpec(t *testing.T) {
 	require.Equal(t, []Subscription{{Key: "scan"}, {Key: "map", Large: true}}, c.Subscriptions)
 	require.Equal(t, []Publication{{Key: "tele/z1", RateHz: 10, Size: 128, Express: true}, {Key: "bat", RateHz: 1}}, c.Publications)
 	require.Equal(t, 250*time.Millisecond, c.Spin)
+	c, err = ParseDeviceSpec("name=p,platform=zephyr,pong=app")
+	require.NoError(t, err)
+	require.Equal(t, PongFromApp, c.PongFrom)
 	require.Equal(t, map[string]string{"NROS_ZENOH_SUBSCRIBER_RING_DEPTH": "8"}, c.Env)
 
 	for spec, want := range map[string]string{
@@ -114,6 +117,7 @@ func TestParseDeviceSpec(t *testing.T) {
 		"name=a,platform=zephyr,sub=a//b":      "canonical",
 		"name=a,platform=zephyr,spin=fast":     "spin",
 		"name=a,platform=zephyr,drain=1s":      "drain is now spin",
+		"name=a,platform=zephyr,pong=exec":     "pong_from must be",
 		"name=a,platform=zephyr,pub=x:1:9:bad": "express",
 	} {
 		_, err := ParseDeviceSpec(spec)

@@ -122,13 +122,15 @@ func ParseDeviceSpec(spec string) (DeviceConfig, error) {
 			c.Publications = append(c.Publications, p)
 		case k == "noprobe":
 			c.NoProbeResponder = v == "1" || v == "true"
+		case k == "pong":
+			c.PongFrom = v
 		case strings.ToUpper(k) == k && (strings.HasPrefix(k, "NROS_") || strings.HasPrefix(k, "ZPICO_") || strings.HasPrefix(k, "CONFIG_NROS_")):
 			if c.Env == nil {
 				c.Env = map[string]string{}
 			}
 			c.Env[k] = v
 		default:
-			return c, fmt.Errorf("device spec %q: unknown key %q (name, platform, board, endpoint, spin, sub, pub, noprobe, NROS_*/ZPICO_*/CONFIG_NROS_*)", spec, k)
+			return c, fmt.Errorf("device spec %q: unknown key %q (name, platform, board, endpoint, spin, sub, pub, noprobe, pong, NROS_*/ZPICO_*/CONFIG_NROS_*)", spec, k)
 		}
 	}
 	return c, c.Validate()

@@ -273,10 +273,18 @@ func TestRingFrameAndSlotLimits(t *testing.T) {
 }
 
 // TestProbeResponder: a ping on the device's ping key is answered on its
-// pong key with the gateway's protocol.
+// pong key with the gateway's protocol: from the read task without using
+// the socket (the default, as firmware/responder/c), or from the
+// application as an express put that waits for the socket.
 func TestProbeResponder(t *testing.T) {
+	for _, from := range []string{"", PongFromApp} {
+		t.Run("from="+from, func(t *testing.T) { testProbeResponder(t, from) })
+	}
+}
+
+func testProbeResponder(t *testing.T, from string) {
 	r := startFakeRouter(t, "tcp/127.0.0.1:0")
-	d := startDevice(t, DeviceConfig{Name: "d3", Platform: "zephyr", Board: "native_sim"}, r.ln.Endpoint())
+	d := startDevice(t, DeviceConfig{Name: "d3", Platform: "zephyr", Board: "native_sim", PongFrom: from}, r.ln.Endpoint())
 	s := r.session()
 	pongKE := r.next("pong keyexpr", func(m wire.NetworkMessage) bool {
 		dm, ok := m.(*wire.Declare)
@@ -297,6 +305,11 @@ func TestProbeResponder(t *testing.T) {
 	require.EqualValues(t, 7, pong.Seq)
 	require.EqualValues(t, 12345, pong.GwSend)
 	eventually(t, "pong counted", func() bool { return d.Stats().ProbeResponses == 1 })
+	if from == PongFromApp {
+		require.EqualValues(t, 1, d.Stats().Socket.TxGrants, "the application's pong waited for the socket")
+	} else {
+		require.Zero(t, d.Stats().Socket.TxWaits, "the read task's pong does not wait for the socket")
+	}
 }
 
 // TestReconnect: after the router goes away the device reconnects (same
