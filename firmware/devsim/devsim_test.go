@@ -102,9 +102,9 @@ func TestParseDeviceSpec(t *testing.T) {
 	require.Equal(t, []Subscription{{Key: "scan"}, {Key: "map", Large: true}}, c.Subscriptions)
 	require.Equal(t, []Publication{{Key: "tele/z1", RateHz: 10, Size: 128, Express: true}, {Key: "bat", RateHz: 1}}, c.Publications)
 	require.Equal(t, 250*time.Millisecond, c.Spin)
-	c, err = ParseDeviceSpec("name=p,platform=zephyr,pong=app")
+	pc, err := ParseDeviceSpec("name=p,platform=zephyr,pong=app")
 	require.NoError(t, err)
-	require.Equal(t, PongFromApp, c.PongFrom)
+	require.Equal(t, PongFromApp, pc.PongFrom)
 	require.Equal(t, map[string]string{"NROS_ZENOH_SUBSCRIBER_RING_DEPTH": "8"}, c.Env)
 
 	for spec, want := range map[string]string{
