@@ -126,7 +126,7 @@ func TestRunErrors(t *testing.T) {
 			`devsim: knobs of platform "nope" board "": platform: no platform named "nope" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`},
 		{[]string{"--device", "name=a,board=linux-host"}, `devsim: device "a": no endpoint`},
 		{[]string{"--device", "name=a,board=linux-host,bogus=1", "-e", "tcp/127.0.0.1:1"},
-			`devsim: --device: device spec "name=a,board=linux-host,bogus=1": unknown key "bogus" (name, platform, board, endpoint, spin, sub, pub, noprobe, NROS_*/ZPICO_*/CONFIG_NROS_*)`},
+			`devsim: --device: device spec "name=a,board=linux-host,bogus=1": unknown key "bogus" (name, platform, board, endpoint, spin, sub, pub, noprobe, pong, NROS_*/ZPICO_*/CONFIG_NROS_*)`},
 		{[]string{"--config", "/nonexistent.yaml"}, "devsim: open /nonexistent.yaml: no such file or directory"},
 		{[]string{"--bogus"}, "devsim: unknown flag: --bogus (see devsim --help)"},
 		{[]string{"--device", "name=a,board=linux-host", "-e", "tcp/127.0.0.1:99999"}, `devsim: device "a": transport: endpoint "tcp/127.0.0.1:99999": port "99999": want 0 to 65535`},
