@@ -60,8 +60,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Long: `devsim connects simulated zenoh-pico devices to a Zenoh router (a gateway's listen
 endpoint) in client mode. Each device resolves its knobs like the firmware build does
 (builtin < platform < board < env) and behaves accordingly: receive batch size,
-frag_max_size, subscriber ring depth (a full ring drops), socket timeout window, TX
-batching. It prints each device's stats every --stats and a summary at the end
+frag_max_size, subscriber ring depth (a full ring drops); receive is event-driven (the
+application is woken on arrival, or spins every spin=D); the socket timeout window caps
+what a per-fd-lock device sends; TX batching, flush thread, split lock, express. It prints each device's stats every --stats and a summary at the end
 (SIGINT/SIGTERM or --duration). docs/devsim.md has the fleet file format.`,
 		Example: `  devsim -e tcp/127.0.0.1:7447 --device name=zephyr1,platform=zephyr,board=nucleo_f429zi,sub=scan
   devsim -e tcp/127.0.0.1:7447 --config fleet.yaml --duration 30s --json`,
@@ -72,13 +73,14 @@ batching. It prints each device's stats every --stats and a summary at the end
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.endpoint, "connect", "e", "", "router endpoint for devices that name none (tcp/host:port, udp/host:port)")
-	f.StringArrayVar(&o.devices, "device", nil, "a device: name=N,platform=P[,board=B][,sub=KEY][,pub=KEY:HZ[:SIZE[:express]]][,drain=D][,NROS_X=V] (repeatable)")
+	f.StringArrayVar(&o.devices, "device", nil, "a device: name=N,platform=P[,board=B][,sub=KEY][,pub=KEY:HZ[:SIZE[:express]]][,spin=D][,NROS_X=V] (repeatable; spin: the application's spin period, default 0 = woken on arrival)")
 	f.StringVarP(&o.config, "config", "c", "", "fleet file (YAML, docs/devsim.md)")
 	f.DurationVar(&o.every, "stats", time.Second, "print stats this often (0: only the summary)")
 	f.DurationVar(&o.duration, "duration", 0, "stop after this long (0: until interrupted)")
 	f.BoolVar(&o.asJSON, "json", false, "print stats as JSON lines")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "log sessions to stderr")
 	f.StringVar(&o.samples, "samples", "", "write every sample (device, key, seq, stamp, receive and delivery time, latency, outcome) to this CSV file")
+	cmd.AddCommand(tuningCommand(stdout))
 	cmd.SetContext(ctx)
 	return cli.Main(cmd, args, stdout, stderr)
 }
@@ -216,7 +218,7 @@ func print(w io.Writer, st devsim.FleetStats, asJSON, final bool) {
 		fmt.Fprintln(w, "== summary")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE\tCONN\tKEY\tDIR\tRECV\tDELIV\tRING_FULL\tOVERSIZE\tSLOT\tOOO\tGAPS\tP50_MS\tP95_MS\tP99_MS\tATTEMPTS\tSENT\tFILTERED\tTX_DROP\tPONGS")
+	fmt.Fprintln(tw, "DEVICE\tCONN\tKEY\tDIR\tRECV\tDELIV\tRING_FULL\tOVERSIZE\tSLOT\tOOO\tGAPS\tP50_MS\tP95_MS\tP99_MS\tDEV_RX_P95_MS\tATTEMPTS\tSENT\tFILTERED\tTX_DROP\tPONGS")
 	for _, d := range st.Devices {
 		conn := "down"
 		if d.Connected {
@@ -228,22 +230,22 @@ func print(w io.Writer, st devsim.FleetStats, asJSON, final bool) {
 		rows := 0
 		for _, k := range sortedKeys(d.Subscriptions) {
 			s := d.Subscriptions[k]
-			fmt.Fprintf(tw, "%s\t%s\t%s\tsub\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t\t\t\t\t%d\n", d.Name, conn, k,
+			fmt.Fprintf(tw, "%s\t%s\t%s\tsub\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.3f\t\t\t\t\t%d\n", d.Name, conn, k,
 				s.Received, s.Delivered, s.RingFullDrops, s.OversizeDrops, s.SlotDrops, s.OutOfOrder, s.Gaps,
-				s.Latency.P50, s.Latency.P95, s.Latency.P99, d.ProbeResponses)
+				s.Latency.P50, s.Latency.P95, s.Latency.P99, s.DeviceReceive.P95, d.ProbeResponses)
 			rows++
 		}
 		for _, k := range sortedKeys(d.Publications) {
 			p := d.Publications[k]
-			fmt.Fprintf(tw, "%s\t%s\t%s\tpub\t\t\t\t\t\t\t\t\t\t\t%d\t%d\t%d\t%d\t%d\n", d.Name, conn, k, p.Attempts, p.Sent, p.Filtered, p.TxDrops, d.ProbeResponses)
+			fmt.Fprintf(tw, "%s\t%s\t%s\tpub\t\t\t\t\t\t\t\t\t\t\t\t%d\t%d\t%d\t%d\t%d\n", d.Name, conn, k, p.Attempts, p.Sent, p.Filtered, p.TxDrops, d.ProbeResponses)
 			rows++
 		}
 		if rows == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t%d\n", d.Name, conn, d.ProbeResponses)
+			fmt.Fprintf(tw, "%s\t%s\t-\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t%d\n", d.Name, conn, d.ProbeResponses)
 		}
 	}
 	t := st.Totals
-	fmt.Fprintf(tw, "TOTAL\t%d/%d\t\t\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\t\t\t\t%d\t%d\t%d\t%d\n", t.Connected, t.Devices,
+	fmt.Fprintf(tw, "TOTAL\t%d/%d\t\t\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\t\t\t\t\t%d\t%d\t%d\t%d\n", t.Connected, t.Devices,
 		t.Received, t.Delivered, t.RingFullDrops, t.OversizeDrops, t.SlotDrops, t.OutOfOrder, t.Gaps, t.Sent, t.Filtered, t.TxDrops, t.ProbeResponses)
 	_ = tw.Flush()
 }
@@ -255,4 +257,37 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// tuningCommand is `devsim tuning`: nano-ros tx-tuning.md's table replayed
+// on the simulator's TX model, in wall time (TestTuningTable runs the same
+// cases in synthetic time).
+func tuningCommand(stdout io.Writer) *cobra.Command {
+	var dur time.Duration
+	c := &cobra.Command{
+		Use:   "tuning",
+		Short: "Replay nano-ros tx-tuning.md's table on the TX model and print it beside the page's figures",
+		Long: `tuning runs each configuration of nano-ros tx-tuning.md (Zephyr native_sim, 100 ms socket
+window, 64 B messages; timer-paced 100 Hz + 10 Hz tiers and a tight-loop publisher) on the
+simulator's TX model for --duration each and prints msg/s and the ratios beside the page's.
+docs/devsim.md explains each row.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dur <= 0 {
+				return cli.Usagef("--duration %v: must be > 0", dur)
+			}
+			var rs []devsim.TuningResult
+			for _, tc := range devsim.TuningCases {
+				r, err := devsim.RunTuning(cmd.Context(), tc, dur)
+				if err != nil {
+					return err
+				}
+				rs = append(rs, r)
+			}
+			devsim.WriteTuningTable(stdout, rs)
+			return nil
+		},
+	}
+	c.Flags().DurationVar(&dur, "duration", 5*time.Second, "run each configuration this long (the page's harness: 20 s)")
+	return c
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/ddspath/ros2"
+	"github.com/picobridge/picobridge/firmware/devsim"
 	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
@@ -84,7 +85,7 @@ func TestRunSamplesCSV(t *testing.T) {
 	ep := pushRouter(t, "scan", 10)
 	f := filepath.Join(t.TempDir(), "samples.csv")
 	var out, errb bytes.Buffer
-	code := run(context.Background(), []string{"-e", ep, "--device", "name=h,board=linux-host,sub=scan,drain=50ms", "--stats", "0", "--duration", "1s", "--samples", f}, &out, &errb)
+	code := run(context.Background(), []string{"-e", ep, "--device", "name=h,board=linux-host,sub=scan,spin=50ms", "--stats", "0", "--duration", "1s", "--samples", f}, &out, &errb)
 	require.Equal(t, 0, code, errb.String())
 	b, err := os.ReadFile(f)
 	require.NoError(t, err)
@@ -125,7 +126,7 @@ func TestRunErrors(t *testing.T) {
 			`devsim: knobs of platform "nope" board "": platform: no platform named "nope" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`},
 		{[]string{"--device", "name=a,board=linux-host"}, `devsim: device "a": no endpoint`},
 		{[]string{"--device", "name=a,board=linux-host,bogus=1", "-e", "tcp/127.0.0.1:1"},
-			`devsim: --device: device spec "name=a,board=linux-host,bogus=1": unknown key "bogus" (name, platform, board, endpoint, drain, sub, pub, noprobe, NROS_*/ZPICO_*/CONFIG_NROS_*)`},
+			`devsim: --device: device spec "name=a,board=linux-host,bogus=1": unknown key "bogus" (name, platform, board, endpoint, spin, sub, pub, noprobe, pong, NROS_*/ZPICO_*/CONFIG_NROS_*)`},
 		{[]string{"--config", "/nonexistent.yaml"}, "devsim: open /nonexistent.yaml: no such file or directory"},
 		{[]string{"--bogus"}, "devsim: unknown flag: --bogus (see devsim --help)"},
 		{[]string{"--device", "name=a,board=linux-host", "-e", "tcp/127.0.0.1:99999"}, `devsim: device "a": transport: endpoint "tcp/127.0.0.1:99999": port "99999": want 0 to 65535`},
@@ -137,5 +138,17 @@ func TestRunErrors(t *testing.T) {
 		require.Equal(t, 2, run(context.Background(), tc.args, &out, &errb), "%v", tc.args)
 		require.Equal(t, tc.want+"\n", errb.String(), "%v", tc.args)
 		require.Empty(t, out.String())
+	}
+}
+
+// TestTuningCommand: `devsim tuning` prints every case of the page beside
+// its figure (the ratios are TestTuningTable's, in synthetic time).
+func TestTuningCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 2, run(context.Background(), []string{"tuning", "--duration", "0s"}, &out, &errb))
+	out.Reset()
+	require.Equal(t, 0, run(context.Background(), []string{"tuning", "--duration", "50ms"}, &out, &errb), errb.String())
+	for _, c := range devsim.TuningCases {
+		require.Contains(t, out.String(), "| "+c.Name+" |")
 	}
 }

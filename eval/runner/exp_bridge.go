@@ -375,6 +375,9 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 		u := after.Sub(before)
 		res.Gateway = &u
 	}
+	if ss, ok := crit.Stats().Subscriptions[key]; ok && ss.DeviceReceive.Count > 0 {
+		res.DeviceRecvP95Ms, res.HasDeviceRecv = ss.DeviceReceive.P95, true
+	}
 	dz, err := getDevicez(httpAddr)
 	if err != nil {
 		return fmt.Errorf("devicez: %w", err)

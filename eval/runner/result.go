@@ -33,6 +33,11 @@ type Result struct {
 	ProducedLoss float64        // what the impairment actually produced (NaN: not measured)
 	Impairment   string         // how the impairment was applied
 	Notes        []string
+	// DeviceRecvP95Ms is the critical device's own share of the critical latency, p95 in ms:
+	// from its read task's callback to its application taking the sample (firmware/devsim
+	// DeviceReceive); set when HasDeviceRecv (runs with simulated devices).
+	DeviceRecvP95Ms float64
+	HasDeviceRecv   bool
 
 	MW       *MWInfo // middleware comparison runs only
 	Cotenant int     // CPU busy loops that ran beside the system (Config.Cotenant)

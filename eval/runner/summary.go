@@ -77,8 +77,8 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 	}
 	fmt.Fprintf(w, "## Reference (Adaptive Bridge paper, Fast DDS, Docker + tc netem)\n\n%s\n", paperTable)
 	fmt.Fprintf(w, "## Our runs\n\n")
-	fmt.Fprintf(w, "| run | system | level | s | publisher rate (std) | pub errors | blocked writes | critical p50 | critical p95 | critical p99 | critical recv/pub | critical lost | impaired recv (rate) | impaired p50 | classifier transitions | detect / recover | gateway CPU | peak RSS | loss produced (expected) |\n")
-	fmt.Fprintf(w, "|---|---|---|---:|---|---:|---|---:|---:|---:|---|---:|---|---:|---|---|---:|---:|---|\n")
+	fmt.Fprintf(w, "| run | system | level | s | publisher rate (std) | pub errors | blocked writes | critical p50 | critical p95 | critical p99 | device receive p95 | critical recv/pub | critical lost | impaired recv (rate) | impaired p50 | classifier transitions | detect / recover | gateway CPU | peak RSS | loss produced (expected) |\n")
+	fmt.Fprintf(w, "|---|---|---|---:|---|---:|---|---:|---:|---:|---:|---|---:|---|---:|---|---|---:|---:|---|\n")
 	for _, r := range rows {
 		res := r.Res
 		if res.Missing != "" || res.Err != nil {
@@ -103,15 +103,19 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 			cpu = fmt.Sprintf("%.2f s", res.Gateway.CPU.Seconds())
 			rss = fmt.Sprintf("%.1f MB", float64(res.Gateway.PeakRSS)/(1<<20))
 		}
+		devRecv := "—"
+		if res.HasDeviceRecv {
+			devRecv = fmtMs(res.DeviceRecvP95Ms)
+		}
 		loss := "—"
 		if !math.IsNaN(res.ProducedLoss) {
 			loss = fmt.Sprintf("%.2f %% (%.2f %%)", 100*res.ProducedLoss, 100*res.ExpectedLoss)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f Hz (%.1f) | %d | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f Hz (%.1f) | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
 			res.Run, res.System, res.Level, dur, r.Pub.Rate, r.Pub.RateStd, r.Pub.Errors, blocked,
-			fmtMs(r.Crit.P50), fmtMs(r.Crit.P95), fmtMs(r.Crit.P99), crit, r.CritDelivery.Missing, imp, fmtMs(r.Imp.P50), trans, dr, cpu, rss, loss)
+			fmtMs(r.Crit.P50), fmtMs(r.Crit.P95), fmtMs(r.Crit.P99), devRecv, crit, r.CritDelivery.Missing, imp, fmtMs(r.Imp.P50), trans, dr, cpu, rss, loss)
 	}
-	fmt.Fprintf(w, "\nColumns: publisher rate = publication attempts per second over the run, std over 5 s windows sliding by 1 s; blocked writes = publish calls longer than %v (total and longest); recv/pub = distinct samples received / successful publications; gateway = the process between publisher and consumers (split: the ddspath.Split process; zenoh-router: the Python process hosting the Rust router), CPU over the publication window, peak RSS = VmHWM.\n\n", measure.BlockThreshold)
+	fmt.Fprintf(w, "\nColumns: publisher rate = publication attempts per second over the run, std over 5 s windows sliding by 1 s; blocked writes = publish calls longer than %v (total and longest); device receive = the simulated critical device's own share of the critical latency, p95 (firmware/devsim: from its read task's callback to its application taking the sample; the rest is the gateway and the link); recv/pub = distinct samples received / successful publications; gateway = the process between publisher and consumers (split: the ddspath.Split process; zenoh-router: the Python process hosting the Rust router), CPU over the publication window, peak RSS = VmHWM.\n\n", measure.BlockThreshold)
 
 	for _, r := range rows {
 		if r.Res.Missing != "" || r.Res.Err != nil || r.Direct.N == 0 {

@@ -67,6 +67,7 @@ func TestWriteReportSynthetic(t *testing.T) {
 		require.NoError(t, WriteCSV(out, r))
 	}
 	results[2].Cotenant = 2
+	results[0].DeviceRecvP95Ms, results[0].HasDeviceRecv = 0.05, true
 	require.NoError(t, WriteReport(Config{Out: out, Cotenant: 2}, results))
 	sum, err := os.ReadFile(filepath.Join(out, "summary.md"))
 	require.NoError(t, err)
@@ -74,7 +75,9 @@ func TestWriteReportSynthetic(t *testing.T) {
 	require.Contains(t, s, "| exp9-picobridge-clean | picobridge | clean | 10 | 30.0 Hz (0.0) | 0 |")
 	// Critical p50/p95/p99, recv/pub, lost; class changes listed per run; the busy host in
 	// the header and per run.
-	require.Contains(t, s, "| 1.00 ms | 1.00 ms | 1.00 ms | 300/300 | 0 | 150 (15.0 Hz) |")
+	require.Contains(t, s, "| 1.00 ms | 1.00 ms | 1.00 ms | — | 300/300 | 0 | 150 (15.0 Hz) |")
+	// The device's own receive share beside the critical latency (devsim runs).
+	require.Contains(t, s, "| exp9-picobridge-clean | picobridge | clean | 10 | 30.0 Hz (0.0) | 0 | 0 (0.0 s, max 0.01 ms) | 1.00 ms | 1.00 ms | 1.00 ms | 0.05 ms | 300/300 |")
 	require.Contains(t, s, "class changes: impaired CRITICAL→NONCRITICAL at +2.0 s, impaired NONCRITICAL→CRITICAL at +8.0 s; 2 CPU busy loops beside it")
 	require.Contains(t, s, "**Busy host**: 2 CPU busy loops")
 	require.Contains(t, s, "exp9-x-mild: not run (missing something)")

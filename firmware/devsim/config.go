@@ -26,15 +26,25 @@ type DeviceConfig struct {
 	// Endpoint is the router locator to connect to (tcp/host:port,
 	// udp/host:port); the fleet's endpoint when empty.
 	Endpoint string `yaml:"endpoint" json:"endpoint,omitempty"`
-	// Drain overrides the application's ring drain interval (default: the
-	// socket window, knobs.Capacity.DrainInterval). A slow application.
-	Drain time.Duration `yaml:"drain" json:"drain,omitempty"`
+	// Spin is the application's executor spin period: 0 (default) = the
+	// application is woken by the subscriber callback and takes each sample
+	// on arrival (nano-ros signal_executor_wake); > 0 = it takes the samples
+	// in its rings every Spin (a timer-paced spin_once, e.g. a slow
+	// application; the rings still fill and overflow in between).
+	Spin time.Duration `yaml:"spin" json:"spin,omitempty"`
 	// Subscriptions are the keys the device subscribes to.
 	Subscriptions []Subscription `yaml:"subscriptions" json:"subscriptions,omitempty"`
 	// Publications are the keys the device publishes, each at its rate.
 	Publications []Publication `yaml:"publications" json:"publications,omitempty"`
 	// NoProbeResponder turns off the probe responder (default on).
 	NoProbeResponder bool `yaml:"no_probe_responder" json:"no_probe_responder,omitempty"`
+	// PongFrom says where the probe responder sends its pong from:
+	// PongFromReadTask (default, "" too) = inside the subscriber callback on
+	// the read task, as firmware/responder/c does: no socket-window wait;
+	// PongFromApp = from the application (a responder written as a nano-ros
+	// subscription or queryable): the pong is an express put that waits for
+	// the socket like any send, after dev_send was stamped.
+	PongFrom string `yaml:"pong_from" json:"pong_from,omitempty"`
 	// Replicas > 1 makes that many devices of this one, named <name>-0 …
 	// <name>-<n-1> (Expand); at most MaxReplicas.
 	Replicas int `yaml:"replicas" json:"replicas,omitempty"`
@@ -73,6 +83,12 @@ type Publication struct {
 	// Count stops the publisher after this many attempts (0 = unlimited).
 	Count int `yaml:"count" json:"count,omitempty"`
 }
+
+// Where the probe pong is sent from (DeviceConfig.PongFrom).
+const (
+	PongFromReadTask = "read_task"
+	PongFromApp      = "app"
+)
 
 // Defaults.
 const (
@@ -152,8 +168,11 @@ func (c *DeviceConfig) Validate() error {
 	if err := c.checkReplicas(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Drain < 0 {
-		bad("drain must be >= 0 (got %s)", c.Drain)
+	if c.PongFrom != "" && c.PongFrom != PongFromReadTask && c.PongFrom != PongFromApp {
+		bad("pong_from must be %q or %q (got %q)", PongFromReadTask, PongFromApp, c.PongFrom)
+	}
+	if c.Spin < 0 {
+		bad("spin must be >= 0 (got %s)", c.Spin)
 	}
 	for i, s := range c.Subscriptions {
 		if err := keyexpr.ValidateCanonical(s.Key); err != nil || len(s.Key) > maxKeyLen {

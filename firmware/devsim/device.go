@@ -53,9 +53,19 @@ type SampleEvent struct {
 	HasSeq    bool      `json:"has_seq"`
 	Size      int       `json:"size"`      // payload bytes
 	Stamp     time.Time `json:"stamp"`     // ROS header stamp; zero when none
-	Received  time.Time `json:"received"`  // when the read task handed it to the subscriber
+	Received  time.Time `json:"received"`  // when the read task's callback put it in the ring (its batch had just been read from the socket)
 	Delivered time.Time `json:"delivered"` // when the application took it; zero unless delivered
 	Outcome   string    `json:"outcome"`   // OutcomeDelivered, OutcomeRingFull, OutcomeOversize, OutcomeSlot
+}
+
+// DeviceReceive is the device's own share of the latency, Delivered −
+// Received (≈ 0 when the application is woken on arrival, up to the spin
+// period otherwise), or 0 unless delivered.
+func (e SampleEvent) DeviceReceive() time.Duration {
+	if e.Delivered.IsZero() {
+		return 0
+	}
+	return e.Delivered.Sub(e.Received)
 }
 
 // Latency is Delivered − Stamp, or 0 when either is missing.
@@ -78,7 +88,9 @@ type Device struct {
 	resp     Responder
 	onSample func(SampleEvent)
 	zid      wire.ZID
-	win      *window
+	lock     *fdLock // per_fd_tx_ceiling; nil without
+	tx       *txPath
+	appWake  chan struct{} // cap 1: the subscriber callback wakes the application
 	pingKey  string
 	pongKey  string
 
@@ -86,11 +98,6 @@ type Device struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	runMu   sync.Mutex // Start/Stop
-	pongQ   chan pongJob
-
-	// flushMu serializes publishers with a flush in progress when the
-	// device has no split lock.
-	flushMu sync.Mutex
 
 	pings, pongs, pingDrops atomic.Uint64
 
@@ -98,8 +105,7 @@ type Device struct {
 	conn         *conn
 	subs         []*subscriber
 	pubs         []*publisher
-	pending      []pendingMsg
-	pendingBytes int
+	pingQ        []pingJob // pings waiting for the application (PongFromApp)
 	connects     uint64
 	lastErr      string
 	rxPrev       uint64 // batches of past sessions
@@ -112,7 +118,8 @@ type subscriber struct {
 	slot    int
 	ring    []SampleEvent // the samples waiting in the ring
 	st      SubStats
-	hist    histogram
+	hist    histogram // latency: delivery − header stamp
+	recv    histogram // device receive share: delivery − callback
 	lastSeq map[string]uint64
 }
 
@@ -124,17 +131,23 @@ type publisher struct {
 	st  PubStats
 }
 
-type pendingMsg struct {
-	push     wire.Push
-	reliable bool
-	pub      *publisher
-	c        *conn
-}
-
-type pongJob struct {
+// pingJob is a ping waiting for an application-level responder.
+type pingJob struct {
 	ping    []byte
 	devRecv uint64
 	c       *conn
+}
+
+// pingQueueDepth bounds the pings waiting for the application.
+const pingQueueDepth = 16
+
+// pendingMsg is one sample on the device's TX path (pub nil: a pong).
+type pendingMsg struct {
+	push     wire.Push
+	size     int // push.Len(), bytes of the batch it takes
+	reliable bool
+	pub      *publisher
+	c        *conn
 }
 
 // conn is the state of one session; a reconnect starts a fresh one.
@@ -149,8 +162,8 @@ type conn struct {
 	finals     map[uint32]bool
 	routerSubs map[uint32]string
 	match      []map[uint32]bool // per publication: matching router subscriber ids
-	lastRx     uint64            // read goroutine only
-	relayed    bool              // the relay paces receive
+	inBatch    bool              // read goroutine only: a batch is being handled
+	newSamples bool              // read goroutine only: this batch filled a ring
 }
 
 // NewDevice resolves the device's knobs and prepares it; nothing runs
@@ -170,14 +183,14 @@ func NewDevice(cfg DeviceConfig, opts Options) (*Device, error) {
 	d := &Device{
 		cfg:      cfg,
 		resolved: r,
-		model:    ModelOf(r, cfg.Drain),
+		model:    ModelOf(r, cfg.Spin),
 		endpoint: cfg.Endpoint,
 		log:      opts.Logger,
 		resp:     opts.Responder,
 		onSample: opts.OnSample,
 		pingKey:  PingKey(cfg.Name),
 		pongKey:  PongKey(cfg.Name),
-		pongQ:    make(chan pongJob, 16),
+		appWake:  make(chan struct{}, 1),
 	}
 	if d.endpoint == "" {
 		d.endpoint = opts.Endpoint
@@ -198,7 +211,10 @@ func NewDevice(cfg DeviceConfig, opts Options) (*Device, error) {
 	if d.cfg.ReconnectInterval <= 0 {
 		d.cfg.ReconnectInterval = DefaultReconnectInterval
 	}
-	d.win = newWindow(d.model.WindowCycle)
+	if d.model.PerFdLock {
+		d.lock = newFDLock(d.model.SocketWindow)
+	}
+	d.tx = newTxPath(d.model.TxBatch, d.model.SplitLock, d.batchContent(), d.lock, d.write)
 	var zb [16]byte // Z_ZID_LENGTH: a random 16-byte ZID, kept across reconnects
 	_, _ = rand.Read(zb[:])
 	zb[15] |= 1 // never the zero ZID
@@ -249,16 +265,13 @@ func (d *Device) Start(ctx context.Context) error {
 	d.mu.Lock()
 	d.started = time.Now()
 	d.mu.Unlock()
-	if d.win != nil {
-		d.goRun(func() { d.win.run(ctx) })
+	if d.lock != nil {
+		d.goRun(func() { d.lock.run(ctx) })
 	}
 	d.goRun(func() { d.run(ctx) })
-	d.goRun(func() { d.drainLoop(ctx) })
-	if !d.cfg.NoProbeResponder {
-		d.goRun(func() { d.pongLoop(ctx) })
-	}
+	d.goRun(func() { d.appLoop(ctx) })
 	if d.model.TxBatch && d.model.FlushThread {
-		d.goRun(func() { d.flushLoop(ctx, d.model.FlushInterval) })
+		d.goRun(func() { d.tx.flushLoop(ctx, d.model.FlushInterval) })
 	}
 	for _, p := range d.pubs {
 		d.goRun(func() { d.publishLoop(ctx, p) })
@@ -326,8 +339,9 @@ func (d *Device) session(ctx context.Context) error {
 		c.match[i] = map[uint32]bool{}
 	}
 	h := transport.HandlerFuncs{
-		Network: func(s *transport.Session, m wire.NetworkMessage) { d.handle(ctx, c, s, m) },
-		Close:   func(*transport.Session, error) { close(c.stop) },
+		Network:  func(s *transport.Session, m wire.NetworkMessage) { d.handle(ctx, c, s, m) },
+		BatchEnd: func(*transport.Session) { d.batchEnd(c) },
+		Close:    func(*transport.Session, error) { close(c.stop) },
 	}
 	cfg := transport.Config{
 		ZID:              d.zid,
@@ -344,19 +358,7 @@ func (d *Device) session(ctx context.Context) error {
 		MaxMessageSize: max(d.model.FragMaxSize, reassemblyHardBound),
 		Logger:         d.log,
 	}
-	ep := d.endpoint
-	if d.win != nil {
-		if e, _ := transport.ParseEndpoint(ep); e.Proto == "tcp" {
-			r, err := startRelay(ctx, e.Addr, d.win, relayRcvBuf(d.model.BatchSize))
-			if err != nil {
-				return err
-			}
-			defer r.close()
-			ep = r.endpoint()
-			c.relayed = true
-		}
-	}
-	s, err := transport.Dial(ctx, ep, cfg, h)
+	s, err := transport.Dial(ctx, d.endpoint, cfg, h)
 	if err != nil {
 		return err
 	}
@@ -380,17 +382,10 @@ func (d *Device) session(ctx context.Context) error {
 	d.rxPrev += st.RxBatches
 	d.txPrev += st.TxBatches
 	d.oversizeUnat += st.Dropped["fragment_oversize"]
-	for _, m := range d.pending {
-		m.pub.st.TxDrops++
-	}
-	d.pending, d.pendingBytes = nil, 0
 	d.mu.Unlock()
+	d.tx.discard(func(m pendingMsg) bool { return m.c != c })
 	return s.Err()
 }
-
-// relayRcvBuf is the receive buffer of a relayed device's socket, bytes:
-// two of its batches, about what an MCU's IP stack buffers per socket.
-func relayRcvBuf(batch int) int { return max(2*batch, 2048) }
 
 // reassemblyHardBound bounds what the transport reassembles, bytes.
 const reassemblyHardBound = 4 << 20
@@ -467,20 +462,15 @@ func (d *Device) handle(ctx context.Context, c *conn, s *transport.Session, m wi
 	if ctx.Err() != nil {
 		return // stopping: the application is gone
 	}
-	if d.win != nil && !c.relayed {
-		// Without the relay (UDP): one receive window per batch read (fragments and keep-alives
-		// included); the read goroutine, and so the link, waits meanwhile.
-		if rx := s.Stats().RxBatches; rx > c.lastRx {
-			n := rx - c.lastRx
-			c.lastRx = rx
-			if !d.win.acquireRx(ctx, c.stop, n) {
-				return
-			}
-		}
+	if !c.inBatch {
+		// The first message of a batch: the read task's recv has returned
+		// (data ends it at once; receive is never paced).
+		c.inBatch = true
+		d.lock.arrived()
 	}
 	switch m := m.(type) {
 	case *wire.Push:
-		d.handlePush(c, m)
+		d.handlePush(c, s, m)
 	case *wire.Declare:
 		d.handleDeclare(c, m)
 	case *wire.Request:
@@ -489,15 +479,37 @@ func (d *Device) handle(ctx context.Context, c *conn, s *transport.Session, m wi
 	}
 }
 
-func (d *Device) handlePush(c *conn, m *wire.Push) {
+// batchEnd: the read task has run the callbacks of one batch and goes back
+// to recv; the application, woken by those callbacks, takes its samples.
+func (d *Device) batchEnd(c *conn) {
+	if !c.inBatch {
+		d.lock.arrived() // a batch without network messages (KEEP_ALIVE)
+	}
+	c.inBatch = false
+	if c.newSamples {
+		c.newSamples = false
+		if d.model.SpinPeriod == 0 {
+			select {
+			case d.appWake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (d *Device) handlePush(c *conn, s *transport.Session, m *wire.Push) {
 	now := time.Now()
 	put, ok := m.Body.(*wire.Put)
 	var events []SampleEvent
+	var pong func()
 	d.mu.Lock()
 	defer func() {
 		d.mu.Unlock()
 		for _, e := range events {
 			d.onSample(e)
+		}
+		if pong != nil {
+			pong()
 		}
 	}()
 	key, known := c.resolve(m.WireExpr)
@@ -515,12 +527,23 @@ func (d *Device) handlePush(c *conn, m *wire.Push) {
 			return
 		}
 		d.pings.Add(1)
-		job := pongJob{ping: append([]byte(nil), put.Payload...), devRecv: uint64(now.Sub(d.started)), c: c}
-		select {
-		case d.pongQ <- job:
-		default:
-			d.pingDrops.Add(1)
+		ping := append([]byte(nil), put.Payload...)
+		devRecv := uint64(now.Sub(d.started))
+		if d.cfg.PongFrom == PongFromApp {
+			// A responder in the application: the ping waits for the
+			// application like any sample (ring: the pending pings).
+			if len(d.pingQ) >= pingQueueDepth {
+				d.pingDrops.Add(1)
+				return
+			}
+			d.pingQ = append(d.pingQ, pingJob{ping: ping, devRecv: devRecv, c: c})
+			c.newSamples = true
+			return
 		}
+		// The pong goes out from the read task, inside the subscriber
+		// callback, as the C responder does (docs/devsim.md "Probe pong"):
+		// the read task is not in recv, so it does not wait for the window.
+		pong = func() { d.sendPong(c, s, ping, devRecv) }
 		return
 	}
 	var ev SampleEvent
@@ -576,6 +599,7 @@ func (d *Device) handlePush(c *conn, m *wire.Push) {
 			continue
 		}
 		sub.ring = append(sub.ring, event(sub, OutcomeDelivered))
+		c.newSamples = true
 	}
 }
 
@@ -634,12 +658,6 @@ func (d *Device) publishLoop(ctx context.Context, p *publisher) {
 }
 
 func (d *Device) publishOne(ctx context.Context, p *publisher) {
-	batched := d.model.TxBatch && !p.cfg.Express
-	if batched && !d.model.SplitLock {
-		// Without split lock a publisher waits while a flush is on the wire.
-		d.flushMu.Lock()
-		defer d.flushMu.Unlock()
-	}
 	now := time.Now()
 	d.mu.Lock()
 	p.st.Attempts++
@@ -659,34 +677,34 @@ func (d *Device) publishOne(ctx context.Context, p *publisher) {
 		push.HasQoS = true
 		push.QoS = wire.NewQoS(wire.PriorityData, wire.CongestionDrop, true)
 	}
-	reliable := !p.cfg.BestEffort
-	if batched {
-		d.pending = append(d.pending, pendingMsg{push: push, reliable: reliable, pub: p, c: c})
-		d.pendingBytes += push.Len()
-		full := d.pendingBytes >= d.batchContent()
-		d.mu.Unlock()
-		if full {
-			// A full batch leaves at once (zenoh-pico flushes a full batch).
-			d.flushLocked(ctx)
-		}
-		return
-	}
 	d.mu.Unlock()
-	// Unbatched or express: one send per sample, paced by the socket.
-	if !d.win.acquireTx(ctx, c.stop, 1) {
-		d.mu.Lock()
-		p.st.TxDrops++
-		d.mu.Unlock()
-		return
-	}
-	err := c.s.Send(&push, transport.SendOptions{Reliable: reliable, Express: true})
+	// z_put returns when the sample is appended to the batch or, unbatched
+	// and express, when its own send is written (txPath).
+	d.tx.publish(ctx, c.stop, pendingMsg{push: push, size: push.Len(), reliable: !p.cfg.BestEffort, pub: p, c: c}, p.cfg.Express)
+}
+
+// write is the device's socket write of one send (txPath.write): the
+// messages go to the session that was current when they were published.
+func (d *Device) write(msgs []pendingMsg, ok, single bool) {
 	d.mu.Lock()
-	if err != nil {
-		p.st.TxDrops++
-	} else {
-		p.st.Sent++
+	defer d.mu.Unlock()
+	for i := range msgs {
+		m := &msgs[i]
+		err := errNotSent
+		if ok && m.c == d.conn {
+			err = m.c.s.Send(&m.push, transport.SendOptions{Reliable: m.reliable, Express: single})
+		}
+		switch {
+		case m.pub == nil && err == nil:
+			d.pongs.Add(1)
+		case m.pub == nil:
+			d.pingDrops.Add(1)
+		case err == nil:
+			m.pub.st.Sent++
+		default:
+			m.pub.st.TxDrops++
+		}
 	}
-	d.mu.Unlock()
 }
 
 // batchContent is what one batch of the device carries, bytes.
@@ -694,120 +712,115 @@ func (d *Device) batchContent() int {
 	return d.model.BatchSize - knobs.StreamPrefixBytes - knobs.FrameHeaderBytes
 }
 
-// flushLoop is the flush thread of TX batching.
-func (d *Device) flushLoop(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
+// appLoop is the application's executor: woken by the subscriber callbacks
+// of each batch (SpinPeriod 0), or every SpinPeriod, it takes every sample
+// out of every subscriber ring. Without a flush thread it also flushes the
+// TX batch when it spins (every SpinPeriod, or every FlushInterval when
+// woken on arrival: spin_once's timeout).
+func (d *Device) appLoop(ctx context.Context) {
+	var tick <-chan time.Time
+	if d.model.SpinPeriod > 0 {
+		t := time.NewTicker(d.model.SpinPeriod)
+		defer t.Stop()
+		tick = t.C
+	}
+	spinFlush := d.model.TxBatch && !d.model.FlushThread
+	var flushTick <-chan time.Time
+	if spinFlush && d.model.SpinPeriod == 0 {
+		t := time.NewTicker(d.model.FlushInterval)
+		defer t.Stop()
+		flushTick = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-d.appWake:
+		case <-tick:
+		case <-flushTick:
 		}
-		d.flush(ctx)
+		d.take()
+		d.answerPings(ctx)
+		if spinFlush {
+			d.tx.flush(ctx, nil)
+		}
 	}
 }
 
-func (d *Device) flush(ctx context.Context) {
-	if !d.model.SplitLock {
-		d.flushMu.Lock()
-		defer d.flushMu.Unlock()
-	}
-	d.flushLocked(ctx)
-}
-
-// flushLocked sends the pending batch: one socket send per batch it fills.
-func (d *Device) flushLocked(ctx context.Context) {
+// take delivers every sample waiting in the rings to the application.
+func (d *Device) take() {
+	now := time.Now()
+	var events []SampleEvent
 	d.mu.Lock()
-	msgs, bytes, c := d.pending, d.pendingBytes, d.conn
-	d.pending, d.pendingBytes = nil, 0
+	for _, s := range d.subs {
+		for _, e := range s.ring {
+			s.st.Delivered++
+			e.Delivered = now
+			if !e.Stamp.IsZero() {
+				s.hist.add(now.Sub(e.Stamp))
+			}
+			s.recv.add(now.Sub(e.Received))
+			if d.onSample != nil {
+				events = append(events, e)
+			}
+		}
+		clear(s.ring)
+		s.ring = s.ring[:0]
+	}
 	d.mu.Unlock()
-	if len(msgs) == 0 {
+	for _, e := range events {
+		d.onSample(e)
+	}
+}
+
+// errNotSent marks a message whose send was abandoned or whose session
+// ended before it was written.
+var errNotSent = errors.New("devsim: not sent")
+
+// answerPings is an application-level responder (PongFromApp): each pong
+// is stamped (dev_send) and then put express, waiting for the socket like
+// any send of the application.
+func (d *Device) answerPings(ctx context.Context) {
+	d.mu.Lock()
+	jobs := d.pingQ
+	d.pingQ = nil
+	d.mu.Unlock()
+	for _, j := range jobs {
+		push, err := d.pongPush(j.c, j.ping, j.devRecv)
+		if err != nil {
+			continue
+		}
+		d.tx.publish(ctx, j.c.stop, pendingMsg{push: *push, size: push.Len(), c: j.c}, true)
+	}
+}
+
+// pongPush builds the pong of one ping.
+func (d *Device) pongPush(c *conn, ping []byte, devRecv uint64) (*wire.Push, error) {
+	pong, err := d.resp.Respond(ping, devRecv, uint64(time.Since(d.started)))
+	if err != nil {
+		d.log.Debug("probe: bad ping", "err", err)
+		return nil, err
+	}
+	return &wire.Push{
+		WireExpr: wire.WireExpr{Scope: c.pongKeyID, Mapping: wire.MappingSender},
+		NetExt:   wire.NetExt{HasQoS: true, QoS: wire.NewQoS(wire.PriorityRealTime, wire.CongestionDrop, true)},
+		Body:     &wire.Put{Payload: pong},
+	}, nil
+}
+
+// sendPong answers one probe ping from the read task: one express send,
+// outside the TX path's locks and without waiting for the socket window
+// (the read task is not in recv while its callback runs, so the socket is
+// free; docs/devsim.md "Probe pong").
+func (d *Device) sendPong(c *conn, s *transport.Session, ping []byte, devRecv uint64) {
+	push, err := d.pongPush(c, ping, devRecv)
+	if err != nil {
 		return
 	}
-	sends := (bytes + d.batchContent() - 1) / d.batchContent()
-	ok := c != nil && d.win.acquireTx(ctx, c.stop, sends)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for i := range msgs {
-		m := &msgs[i]
-		if !ok || m.c != c {
-			m.pub.st.TxDrops++
-			continue
-		}
-		if err := c.s.Send(&m.push, transport.SendOptions{Reliable: m.reliable}); err != nil {
-			m.pub.st.TxDrops++
-		} else {
-			m.pub.st.Sent++
-		}
-	}
-}
-
-// drainLoop is the application: every DrainInterval it takes every sample
-// out of every subscriber ring (and, without a flush thread, flushes the TX
-// batch: the batch leaves when the application spins).
-func (d *Device) drainLoop(ctx context.Context) {
-	t := time.NewTicker(d.model.DrainInterval)
-	defer t.Stop()
-	spinFlush := d.model.TxBatch && !d.model.FlushThread
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		now := time.Now()
-		var events []SampleEvent
-		d.mu.Lock()
-		for _, s := range d.subs {
-			for _, e := range s.ring {
-				s.st.Delivered++
-				e.Delivered = now
-				if !e.Stamp.IsZero() {
-					s.hist.add(now.Sub(e.Stamp))
-				}
-				if d.onSample != nil {
-					events = append(events, e)
-				}
-			}
-			s.ring = s.ring[:0]
-		}
-		d.mu.Unlock()
-		for _, e := range events {
-			d.onSample(e)
-		}
-		if spinFlush {
-			d.flush(ctx)
-		}
-	}
-}
-
-// pongLoop answers probe pings: each pong is one express send, paced by
-// the socket like any other.
-func (d *Device) pongLoop(ctx context.Context) {
-	for {
-		var j pongJob
-		select {
-		case <-ctx.Done():
-			return
-		case j = <-d.pongQ:
-		}
-		if !d.win.acquireTx(ctx, j.c.stop, 1) {
-			continue
-		}
-		pong, err := d.resp.Respond(j.ping, j.devRecv, uint64(time.Since(d.started)))
-		if err != nil {
-			d.log.Debug("probe: bad ping", "err", err)
-			continue
-		}
-		push := &wire.Push{
-			WireExpr: wire.WireExpr{Scope: j.c.pongKeyID, Mapping: wire.MappingSender},
-			NetExt:   wire.NetExt{HasQoS: true, QoS: wire.NewQoS(wire.PriorityRealTime, wire.CongestionDrop, true)},
-			Body:     &wire.Put{Payload: pong},
-		}
-		if j.c.s.Send(push, transport.SendOptions{Express: true}) == nil {
-			d.pongs.Add(1)
-		}
+	if s.Send(push, transport.SendOptions{Express: true}) == nil {
+		d.pongs.Add(1)
+	} else {
+		d.pingDrops.Add(1)
 	}
 }
 
@@ -837,9 +850,7 @@ func (d *Device) Stats() DeviceStats {
 	if !d.started.IsZero() {
 		st.Uptime = time.Since(d.started)
 	}
-	if d.win != nil {
-		st.RxWaits, st.TxWaits = d.win.rxWaits.Load(), d.win.txWaits.Load()
-	}
+	st.Socket = d.lock.stats()
 	if c := d.conn; c != nil {
 		ts := c.s.Stats()
 		st.RxBatches += ts.RxBatches
@@ -852,6 +863,7 @@ func (d *Device) Stats() DeviceStats {
 	for _, s := range d.subs {
 		ss := s.st
 		ss.Latency = s.hist.stats()
+		ss.DeviceReceive = s.recv.stats()
 		st.Subscriptions[s.cfg.Key] = ss
 	}
 	for _, p := range d.pubs {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -19,11 +18,10 @@ func TestModelOf(t *testing.T) {
 	require.Equal(t, 4, m.RingDepth)
 	require.True(t, m.PerFdLock)
 	require.Equal(t, 100*time.Millisecond, m.SocketWindow)
-	require.InDelta(t, float64(111*time.Millisecond), float64(m.WindowCycle), float64(time.Millisecond))
-	require.InDelta(t, m.Capacity.ExpressRateCeiling, m.ExpectedRxBatchRate(), 0.01, "one batch per cycle = the knobs' express ceiling")
-	require.Equal(t, 100*time.Millisecond, m.DrainInterval)
+	require.Zero(t, m.SpinPeriod, "woken on arrival")
 	require.True(t, m.TxBatch)
 	require.True(t, m.SplitLock)
+	require.True(t, m.FlushThread)
 	require.Equal(t, 50*time.Millisecond, m.FlushInterval)
 
 	r, err = Resolve("posix", "linux-host", map[string]string{"NROS_ZENOH_SUBSCRIBER_RING_DEPTH": "65535"}, "test")
@@ -33,9 +31,8 @@ func TestModelOf(t *testing.T) {
 	require.Equal(t, 65535, m.FragMaxSize)
 	require.Equal(t, 65535, m.RingDepth)
 	require.False(t, m.PerFdLock)
-	require.Zero(t, m.WindowCycle)
-	require.Zero(t, m.ExpectedRxBatchRate())
-	require.Equal(t, 250*time.Millisecond, m.DrainInterval)
+	require.False(t, m.TxBatch)
+	require.Equal(t, 250*time.Millisecond, m.SpinPeriod)
 
 	_, err = Resolve("zephyr", "native_sim", map[string]string{"NROS_ZENOH_SUBSCRIBER_RING_DEPTH": "0"}, "test")
 	require.ErrorContains(t, err, "NROS_ZENOH_SUBSCRIBER_RING_DEPTH")
@@ -99,12 +96,15 @@ func TestSampleFormat(t *testing.T) {
 }
 
 func TestParseDeviceSpec(t *testing.T) {
-	c, err := ParseDeviceSpec("name=zephyr1,platform=zephyr,board=nucleo_f429zi,sub=scan,sub=map:large,pub=tele/z1:10:128:express,pub=bat:1,drain=250ms,NROS_ZENOH_SUBSCRIBER_RING_DEPTH=8,endpoint=tcp/127.0.0.1:1")
+	c, err := ParseDeviceSpec("name=zephyr1,platform=zephyr,board=nucleo_f429zi,sub=scan,sub=map:large,pub=tele/z1:10:128:express,pub=bat:1,spin=250ms,NROS_ZENOH_SUBSCRIBER_RING_DEPTH=8,endpoint=tcp/127.0.0.1:1")
 	require.NoError(t, err)
 	require.Equal(t, "zephyr1", c.Name)
 	require.Equal(t, []Subscription{{Key: "scan"}, {Key: "map", Large: true}}, c.Subscriptions)
 	require.Equal(t, []Publication{{Key: "tele/z1", RateHz: 10, Size: 128, Express: true}, {Key: "bat", RateHz: 1}}, c.Publications)
-	require.Equal(t, 250*time.Millisecond, c.Drain)
+	require.Equal(t, 250*time.Millisecond, c.Spin)
+	pc, err := ParseDeviceSpec("name=p,platform=zephyr,pong=app")
+	require.NoError(t, err)
+	require.Equal(t, PongFromApp, pc.PongFrom)
 	require.Equal(t, map[string]string{"NROS_ZENOH_SUBSCRIBER_RING_DEPTH": "8"}, c.Env)
 
 	for spec, want := range map[string]string{
@@ -115,7 +115,9 @@ func TestParseDeviceSpec(t *testing.T) {
 		"name=a b,platform=zephyr":             "name must match",
 		"name=a":                               "platform or board",
 		"name=a,platform=zephyr,sub=a//b":      "canonical",
-		"name=a,platform=zephyr,drain=fast":    "drain",
+		"name=a,platform=zephyr,spin=fast":     "spin",
+		"name=a,platform=zephyr,drain=1s":      "drain is now spin",
+		"name=a,platform=zephyr,pong=exec":     "pong_from must be",
 		"name=a,platform=zephyr,pub=x:1:9:bad": "express",
 	} {
 		_, err := ParseDeviceSpec(spec)
@@ -131,7 +133,7 @@ devices:
     platform: zephyr
     board: native_sim
     env: {NROS_ZENOH_SUBSCRIBER_RING_DEPTH: "8"}
-    drain: 200ms
+    spin: 200ms
     subscriptions: [{key: scan}, {key: "cmd/**", large: true}]
     publications: [{key: tele/z1, rate_hz: 10, size: 64, express: true}]
   - name: h1
@@ -139,7 +141,7 @@ devices:
 `))
 	require.NoError(t, err)
 	require.Len(t, fc.Devices, 2)
-	require.Equal(t, 200*time.Millisecond, fc.Devices[0].Drain)
+	require.Equal(t, 200*time.Millisecond, fc.Devices[0].Spin)
 	require.True(t, fc.Devices[0].Subscriptions[1].Large)
 	f, err := NewFleet(fc, Options{})
 	require.NoError(t, err)
@@ -155,28 +157,6 @@ devices:
 	require.ErrorContains(t, err, "no endpoint")
 	_, err = NewFleet(&FleetConfig{Endpoint: "tcp/127.0.0.1:1", Devices: []DeviceConfig{{Name: "a", Platform: "zephyr"}, {Name: "a", Platform: "zephyr"}}}, Options{})
 	require.ErrorContains(t, err, "duplicate")
-}
-
-// TestWindowCycle: the socket window hands out one receive and one send
-// slot per cycle, and unused slots do not pile up.
-func TestWindowCycle(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		w := newWindow(100 * time.Millisecond)
-		ctx := t.Context()
-		go w.run(ctx)
-		time.Sleep(time.Second) // idle: at most one slot stored
-		start := time.Now()
-		n := 0
-		for time.Since(start) < 10*time.Second {
-			require.True(t, w.acquireRx(ctx, nil, 1))
-			require.True(t, w.acquireTx(ctx, nil, 1))
-			n++
-		}
-		require.InDelta(t, 101, n, 1, "one rx and one tx per 100 ms cycle (+1 stored)")
-		require.Nil(t, newWindow(0))
-		var nw *window
-		require.True(t, nw.acquireRx(ctx, nil, 5))
-	})
 }
 
 func TestStatsJSON(t *testing.T) {
@@ -197,6 +177,6 @@ func TestDemoFleetFile(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "tele/zephyr-1/imu", f.Device("zephyr-1").cfg.Publications[0].Key)
 	require.True(t, f.Device("zephyr-0").Model().PerFdLock)
-	require.Equal(t, 200*time.Millisecond, f.Device("esp-1").Model().DrainInterval)
+	require.Equal(t, 200*time.Millisecond, f.Device("esp-1").Model().SpinPeriod)
 	require.Equal(t, 64, f.Device("host").Model().RingDepth)
 }

@@ -21,7 +21,7 @@ import (
 //	    platform: zephyr
 //	    board: nucleo_f429zi
 //	    env: {NROS_ZENOH_SUBSCRIBER_RING_DEPTH: "8"}
-//	    drain: 200ms
+//	    spin: 200ms
 //	    subscriptions: [{key: scan}, {key: "cmd/**"}]
 //	    publications: [{key: telemetry/zephyr1, rate_hz: 10, size: 64, express: false}]
 type FleetConfig struct {
@@ -76,7 +76,7 @@ func LoadFleetConfig(path string) (*FleetConfig, error) {
 // key=value pairs:
 //
 //	name=zephyr1,platform=zephyr,board=nucleo_f429zi,sub=scan,sub=cmd/**,
-//	pub=telemetry:10[:64[:express]],drain=200ms,endpoint=tcp/host:7447,
+//	pub=telemetry:10[:64[:express]],spin=200ms,endpoint=tcp/host:7447,
 //	NROS_ZENOH_SUBSCRIBER_RING_DEPTH=8
 //
 // sub and pub repeat; sub=KEY:large asks for a large slot; upper-case keys
@@ -100,12 +100,14 @@ func ParseDeviceSpec(spec string) (DeviceConfig, error) {
 			c.Board = v
 		case k == "endpoint":
 			c.Endpoint = v
-		case k == "drain":
+		case k == "spin":
 			d, err := time.ParseDuration(v)
 			if err != nil {
-				return c, fmt.Errorf("device spec %q: drain: %w", spec, err)
+				return c, fmt.Errorf("device spec %q: spin: %w", spec, err)
 			}
-			c.Drain = d
+			c.Spin = d
+		case k == "drain":
+			return c, fmt.Errorf("device spec %q: drain is now spin (the application's spin period; 0 = woken on arrival)", spec)
 		case k == "sub":
 			s := Subscription{Key: v}
 			if key, ok := strings.CutSuffix(v, ":large"); ok {
@@ -120,13 +122,15 @@ func ParseDeviceSpec(spec string) (DeviceConfig, error) {
 			c.Publications = append(c.Publications, p)
 		case k == "noprobe":
 			c.NoProbeResponder = v == "1" || v == "true"
+		case k == "pong":
+			c.PongFrom = v
 		case strings.ToUpper(k) == k && (strings.HasPrefix(k, "NROS_") || strings.HasPrefix(k, "ZPICO_") || strings.HasPrefix(k, "CONFIG_NROS_")):
 			if c.Env == nil {
 				c.Env = map[string]string{}
 			}
 			c.Env[k] = v
 		default:
-			return c, fmt.Errorf("device spec %q: unknown key %q (name, platform, board, endpoint, drain, sub, pub, noprobe, NROS_*/ZPICO_*/CONFIG_NROS_*)", spec, k)
+			return c, fmt.Errorf("device spec %q: unknown key %q (name, platform, board, endpoint, spin, sub, pub, noprobe, pong, NROS_*/ZPICO_*/CONFIG_NROS_*)", spec, k)
 		}
 	}
 	return c, c.Validate()

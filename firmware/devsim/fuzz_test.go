@@ -61,7 +61,7 @@ func FuzzParseFleetConfig(f *testing.F) {
 // FuzzParseDeviceSpec feeds arbitrary strings to the command-line device parser (devsim
 // --device): an error or a device checkAccepted holds for, never a panic.
 func FuzzParseDeviceSpec(f *testing.F) {
-	f.Add("name=zephyr1,platform=zephyr,board=nucleo_f429zi,sub=scan,sub=map:large,pub=tele/z1:10:128:express,drain=250ms,NROS_ZENOH_SUBSCRIBER_RING_DEPTH=8")
+	f.Add("name=zephyr1,platform=zephyr,board=nucleo_f429zi,sub=scan,sub=map:large,pub=tele/z1:10:128:express,spin=250ms,NROS_ZENOH_SUBSCRIBER_RING_DEPTH=8")
 	f.Add("name=a,platform=zephyr,pub=x:+Inf")
 	f.Add("name=a,platform=zephyr,pub=x:NaN:1")
 	f.Add("name=a,board=esp32,pub=x:1:99999999999")

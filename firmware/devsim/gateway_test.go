@@ -98,11 +98,14 @@ func gatewayRouter(t *testing.T, g *bridge.Gateway) string {
 }
 
 // TestGatewayVsStockRouter: the same 500 Hz /scan stream reaches a
-// native_sim device (ring 4, socket window 100 ms) once through a stock
-// Rust router and once through picobridge's gateway (bridge.Gateway shaping
-// the device's lanes from its knobs). Through the gateway nothing is lost
-// inside the device and latency stays bounded; through the stock router
-// the device falls behind (backlog, growing latency).
+// native_sim device (ring 4, socket window 100 ms, woken on arrival) once
+// through a stock Rust router and once through picobridge's gateway
+// (bridge.Gateway, noncritical default route). Through the gateway nothing
+// is lost inside the device. (Before issue 24 the simulator paced receive
+// by the socket window and the stock router's stream piled up in front of
+// the device; with event-driven receive, 64 B samples 2 ms apart arrive
+// about one per batch and the device takes them all: what overruns a
+// device is more than its ring in one batch, TestCapacityContract.)
 func TestGatewayVsStockRouter(t *testing.T) {
 	interop.FindPython(t)
 	const rate, run = 500, 4 * time.Second
@@ -165,5 +168,5 @@ metrics: {listen: ""}
 	require.Zero(t, p.RingFullDrops, "the gateway never overruns the device's ring")
 	require.Zero(t, p.OversizeDrops)
 	require.Zero(t, p.SlotDrops)
-	require.Less(t, p.Latency.P99, s.Latency.P99, "shaped traffic does not queue up in front of the device")
+	require.Equal(t, s.Received, s.Delivered+s.RingFullDrops, "stock: every sample that reached the ring is accounted for")
 }

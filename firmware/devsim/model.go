@@ -9,19 +9,12 @@ import (
 	"github.com/picobridge/picobridge/knobs"
 )
 
-// SendEfficiency is the fraction of socket windows in which a device with a
-// per-socket lock manages one send (nano-ros tx-tuning.md: ~9 msg/s at a
-// 100 ms window on Zephyr native_sim; knobs.Capacity.ExpressRateCeiling uses
-// the same 0.9). The simulated socket window cycle is SocketWindow /
-// SendEfficiency.
-const SendEfficiency = 0.9
-
 // Model is what a simulated device obeys, derived from its resolved knobs
 // (docs/devsim.md has each rule and its source). Durations are wall time;
 // sizes are bytes.
 type Model struct {
 	// BatchSize is zenoh.wire.batch_unicast_size (Z_BATCH_UNICAST_SIZE): the
-	// batch the device proposes in INIT and its receive buffer.
+	// batch the device proposes in INIT, its receive buffer and its TX batch.
 	BatchSize int `json:"batch_unicast_size"`
 	// Fragmentation is zenoh.wire.fragmentation (Z_FEATURE_FRAGMENTATION).
 	Fragmentation bool `json:"fragmentation"`
@@ -40,47 +33,39 @@ type Model struct {
 	SlotBytes      int `json:"subscriber_buffer_size"`
 	LargeSlotBytes int `json:"subscriber_large_size"`
 	LargeSlots     int `json:"max_large_subscribers"`
-	// SocketWindow is zenoh.link.socket_timeout_ms (Z_CONFIG_SOCKET_TIMEOUT).
+	// SocketWindow is zenoh.link.socket_timeout_ms (Z_CONFIG_SOCKET_TIMEOUT):
+	// the read task's recv timeout. With PerFdLock it caps what the device
+	// SENDS (fdLock); it never paces what the device receives.
 	SocketWindow time.Duration `json:"socket_timeout_ns"`
-	// PerFdLock is the capability per_fd_tx_ceiling (Zephyr zsock): send
-	// and receive share one lock per socket, modelled as one receive and
-	// one send per WindowCycle.
+	// PerFdLock is the capability per_fd_tx_ceiling (Zephyr zsock): a send
+	// waits until the read task's recv returns (data or window).
 	PerFdLock bool `json:"per_fd_tx_ceiling"`
-	// WindowCycle is SocketWindow / SendEfficiency with PerFdLock, else 0.
-	WindowCycle time.Duration `json:"window_cycle_ns"`
-	// DrainInterval is how often the application empties its subscriber
-	// rings: knobs.Capacity.DrainInterval (the socket window) unless the
-	// device configuration overrides it.
-	DrainInterval time.Duration `json:"drain_interval_ns"`
+	// SpinPeriod is the application's executor spin period: 0 = woken on
+	// arrival (nano-ros signal_executor_wake from the subscriber callback),
+	// else the application takes samples every SpinPeriod (a timer-paced
+	// spin_once, the application's choice; DeviceConfig.Spin).
+	SpinPeriod time.Duration `json:"app_spin_ns"`
 	// TxBatch, FlushInterval, SplitLock: zenoh.tx.batch, flush_ms,
-	// split_lock. With TxBatch non-express samples are coalesced and sent
-	// once per FlushInterval.
+	// split_lock (txPath). SplitLock only with TxBatch.
 	TxBatch       bool          `json:"tx_batch"`
 	FlushInterval time.Duration `json:"flush_interval_ns"`
 	SplitLock     bool          `json:"split_lock"`
 	// FlushThread is the capability flush_thread; without it a batch leaves
-	// only when the application spins (every DrainInterval).
+	// when the application spins (every SpinPeriod, or every FlushInterval
+	// when the application is woken on arrival).
 	FlushThread bool `json:"flush_thread"`
 	// Lease is zenoh.link.lease_ms, announced in OPEN.
 	Lease time.Duration `json:"lease_ns"`
-	// Capacity is the gateway's view of the same knobs (knobs.CapacityOf).
+	// Capacity is the gateway's view of the same knobs (knobs.CapacityOf);
+	// the simulator reads only its receive-side fields.
 	Capacity knobs.Capacity `json:"-"`
 }
 
-// ExpectedRxBatchRate is the most batches per second the model lets the
-// device read: 1 / WindowCycle with a per-socket lock (= the knobs'
-// ExpressRateCeiling), 0 (unbounded) otherwise.
-func (m Model) ExpectedRxBatchRate() float64 {
-	if m.WindowCycle <= 0 {
-		return 0
-	}
-	return 1 / m.WindowCycle.Seconds()
-}
-
-// ModelOf builds the model from a resolved profile; drain, when > 0,
-// overrides the application's drain interval.
-func ModelOf(r *knobs.Resolved, drain time.Duration) Model {
+// ModelOf builds the model from a resolved profile; spin is the
+// application's spin period (0: woken on arrival).
+func ModelOf(r *knobs.Resolved, spin time.Duration) Model {
 	c := knobs.CapacityOf(r)
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	m := Model{
 		BatchSize:      c.BatchSize,
 		Fragmentation:  c.Fragmentation,
@@ -89,21 +74,18 @@ func ModelOf(r *knobs.Resolved, drain time.Duration) Model {
 		SlotBytes:      c.SlotBytes,
 		LargeSlotBytes: c.LargeSlotBytes,
 		LargeSlots:     c.LargeSlots,
-		SocketWindow:   c.SocketWindow,
-		PerFdLock:      c.PerFdTxCeiling,
-		DrainInterval:  c.SocketWindow,
+		SocketWindow:   ms(r.Int(knobs.SocketTimeoutMs)),
+		PerFdLock:      r.Cap(knobs.CapPerFdTxCeiling),
+		SpinPeriod:     max(spin, 0),
 		TxBatch:        r.Bool(knobs.TxBatch),
-		FlushInterval:  time.Duration(r.Int(knobs.TxFlushMs)) * time.Millisecond,
-		SplitLock:      r.Bool(knobs.TxSplitLock),
+		FlushInterval:  ms(r.Int(knobs.TxFlushMs)),
+		SplitLock:      r.Bool(knobs.TxSplitLock) && r.Bool(knobs.TxBatch),
 		FlushThread:    r.Cap(knobs.CapFlushThread),
 		Lease:          c.Lease,
 		Capacity:       c,
 	}
-	if m.PerFdLock {
-		m.WindowCycle = time.Duration(float64(m.SocketWindow) / SendEfficiency)
-	}
-	if drain > 0 {
-		m.DrainInterval = drain
+	if m.FlushInterval <= 0 {
+		m.FlushInterval = 50 * time.Millisecond // zpico.c's fallback
 	}
 	return m
 }

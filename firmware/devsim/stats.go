@@ -28,13 +28,13 @@ type DeviceStats struct {
 	// ProbePings counts pings received, ProbeResponses pongs sent.
 	ProbePings     uint64 `json:"probe_pings"`
 	ProbeResponses uint64 `json:"probe_responses"`
-	// RxBatches / TxBatches are link batches over all sessions; RxWaits
-	// counts receive windows the read task waited for (per-fd lock only),
-	// TxWaits send windows.
+	// RxBatches / TxBatches are link batches over all sessions.
 	RxBatches uint64 `json:"rx_batches"`
 	TxBatches uint64 `json:"tx_batches"`
-	RxWaits   uint64 `json:"rx_window_waits"`
-	TxWaits   uint64 `json:"tx_window_waits"`
+	// Socket counts the per-fd lock model (per_fd_tx_ceiling only): recvs
+	// of the read task that ended by timeout or with data, sends that
+	// waited for the socket and sends that got it.
+	Socket fdStats `json:"socket"`
 	// TransportDrops are the transport's drop counters of the current
 	// session, by reason.
 	TransportDrops map[string]uint64 `json:"transport_drops,omitempty"`
@@ -63,6 +63,11 @@ type SubStats struct {
 	// Latency is delivery time − ROS header stamp (ms), for delivered
 	// samples that carry a stamp.
 	Latency LatencyStats `json:"latency"`
+	// DeviceReceive is the device's own share of it (ms): from the read
+	// task's callback (the batch had just been read from the socket) to the
+	// application taking the sample; ≈ 0 when woken on arrival, up to the
+	// spin period otherwise.
+	DeviceReceive LatencyStats `json:"device_receive"`
 	// RingSlot is the slot size in bytes this subscriber got.
 	RingSlot int `json:"ring_slot_bytes"`
 }

@@ -27,10 +27,28 @@ type Handler interface {
 	HandleClose(s *Session, err error)
 }
 
-// HandlerFuncs adapts two functions to a Handler; nil fields are no-ops.
+// BatchEndHandler is an optional interface of a Handler: HandleBatchEnd is
+// called on the read goroutine after every message of one received batch
+// was handled (also for a batch that carried no network message, e.g. a
+// KEEP_ALIVE), before the next batch is read. A device simulator uses it
+// as the moment its read task returns to recv (firmware/devsim).
+type BatchEndHandler interface {
+	HandleBatchEnd(s *Session)
+}
+
+// HandlerFuncs adapts functions to a Handler (and a BatchEndHandler); nil
+// fields are no-ops.
 type HandlerFuncs struct {
-	Network func(s *Session, m wire.NetworkMessage)
-	Close   func(s *Session, err error)
+	Network  func(s *Session, m wire.NetworkMessage)
+	Close    func(s *Session, err error)
+	BatchEnd func(s *Session)
+}
+
+// HandleBatchEnd implements BatchEndHandler.
+func (h HandlerFuncs) HandleBatchEnd(s *Session) {
+	if h.BatchEnd != nil {
+		h.BatchEnd(s)
+	}
 }
 
 // HandleNetwork implements Handler.
@@ -283,6 +301,7 @@ func (r remoteClose) Error() string { return "peer sent CLOSE(" + r.reason.Strin
 // readLoop reads batches until the link fails or the session closes, then
 // finishes the session. It runs on the caller's goroutine.
 func (s *Session) readLoop() {
+	be, _ := s.h.(BatchEndHandler)
 loop:
 	for {
 		b, err := s.l.readBatch(time.Now().Add(s.rxLease))
@@ -305,6 +324,9 @@ loop:
 				s.shutdown(ReasonDecodeError, err, true)
 			}
 			break loop
+		}
+		if be != nil {
+			be.HandleBatchEnd(s)
 		}
 		select {
 		case <-s.closing:

@@ -2,6 +2,8 @@ package transport
 
 import (
 	"bytes"
+	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,4 +87,46 @@ func TestIsInitSyn(t *testing.T) {
 	require.False(t, isInitSyn([]byte{0xff, 0x00, 0x13, 0x37}))
 	require.False(t, isInitSyn(nil))
 	require.False(t, isInitSyn((&wire.KeepAlive{}).Append(nil)))
+}
+
+// TestHandleBatchEnd: a BatchEndHandler is told once per received batch,
+// after that batch's messages.
+func TestHandleBatchEnd(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	note := func(e string) { mu.Lock(); events = append(events, e); mu.Unlock() }
+	accepted := make(chan *Session, 1)
+	ln, err := Listen(context.Background(), "tcp/127.0.0.1:0", testConfig(), func(s *Session) Handler {
+		accepted <- s
+		return HandlerFuncs{Network: func(*Session, wire.NetworkMessage) { note("msg") }, BatchEnd: func(*Session) { note("end") }}
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	dcfg := testConfig()
+	dcfg.WhatAmI = wire.WhatAmIClient
+	client, err := Dial(context.Background(), ln.Endpoint(), dcfg, newRecorder())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close(ReasonShutdown); <-client.Done() })
+	server := <-accepted
+	for i := range 50 {
+		require.NoError(t, client.Send(push("k", []byte{byte(i)}), SendOptions{Reliable: true}))
+	}
+	require.Eventually(t, func() bool { return server.Stats().RxMessages == 50 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) > 0 && events[len(events)-1] == "end"
+	}, 5*time.Second, time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	ends, msgs := 0, 0
+	for _, e := range events {
+		if e == "end" {
+			ends++
+		} else {
+			msgs++
+		}
+	}
+	require.Equal(t, 50, msgs)
+	require.EqualValues(t, server.Stats().RxBatches, ends, "one end per batch read")
 }
