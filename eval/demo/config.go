@@ -146,6 +146,15 @@ func gatewayConfig(c *Config) (*bridge.Config, string, error) {
 	fmt.Fprintf(&b, "devices:\n  list:\n")
 	for _, d := range fleetDevices("") {
 		fmt.Fprintf(&b, "    - name: %s\n      platform: %s\n      board: %s\n", d.Name, d.Platform, d.Board)
+		var large []string // the subscriptions the device's application declared large
+		for _, s := range d.Subscriptions {
+			if s.Large {
+				large = append(large, fmt.Sprintf("%q", s.Key))
+			}
+		}
+		if len(large) > 0 {
+			fmt.Fprintf(&b, "      large_subscriptions: [%s]\n", strings.Join(large, ", "))
+		}
 		if d.Name == CriticalDevice && c.PinCritical {
 			fmt.Fprintf(&b, "      class: critical\n")
 		}

@@ -136,7 +136,8 @@ func devicesYAML() string {
 	var b strings.Builder
 	b.WriteString("devices:\n  list:\n")
 	for _, name := range []string{"crit", "slow"} {
-		fmt.Fprintf(&b, "    - name: %s\n      platform: %s\n      board: %s\n      env:\n", name, devPlatform, devBoard)
+		// the devices' scan subscription has a large slot (startDevice)
+		fmt.Fprintf(&b, "    - name: %s\n      platform: %s\n      board: %s\n      large_subscriptions: [%q]\n      env:\n", name, devPlatform, devBoard, "scan")
 		keys := make([]string, 0, len(devEnv))
 		for k := range devEnv {
 			keys = append(keys, k)
