@@ -103,7 +103,8 @@ type face struct {
 	// pushesSent counts the PUSH messages queued to the face (FaceInfo).
 	pushesSent atomic.Int64
 	// pushesRecv and putBytesRecv count the PUSH messages the face sent
-	// the router and their PUT payload bytes (Face.Published).
+	// the router on keys not starting with @ (probes and admin are verbatim
+	// keys) and their PUT payload bytes (Face.Published).
 	pushesRecv, putBytesRecv atomic.Int64
 
 	closed     bool

@@ -108,7 +108,9 @@ func (h Face) WhatAmI() wire.WhatAmI { return h.f.whatami }
 func (h Face) Identity() transport.Identity { return h.f.ident }
 
 // Published is what the peer has published through the face since it
-// opened: PUSH messages and the bytes of their PUT payloads. The gateway
+// opened, on keys not starting with @ (probe pongs, knob announcements and
+// admin are not the application's data): PUSH messages and the bytes of
+// their PUT payloads. The gateway
 // meters a device's own sends from it (its TX, which the device's socket
 // window caps).
 func (h Face) Published() (pushes, bytes int64) {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -385,16 +386,18 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 		r.mu.RUnlock()
 		return
 	}
-	f.pushesRecv.Add(1)
-	if put, ok := m.Body.(*wire.Put); ok {
-		f.putBytesRecv.Add(int64(len(put.Payload)))
-	}
 	key, cause := f.resolveCause(m.WireExpr)
 	if cause != "" {
 		r.mu.RUnlock()
 		r.metrics.droppedInc(cause)
 		f.log.Debug("push: dropped, bad key", "reason", cause, "wire_expr", m.WireExpr.String())
 		return
+	}
+	if !strings.HasPrefix(key, "@") { // verbatim keys (probes, admin) are not the peer's data
+		f.pushesRecv.Add(1)
+		if put, ok := m.Body.(*wire.Put); ok {
+			f.putBytesRecv.Add(int64(len(put.Payload)))
+		}
 	}
 	if r.meshLooped(f, m.NetExt) {
 		r.mu.RUnlock()

@@ -133,7 +133,7 @@ devices:
 		require.NoError(t, pub.Put("sim/big", make([]byte, 3000), nil))
 		require.NoError(t, pub.Put("sim/mid", make([]byte, 1500), nil))
 		// ~10 Hz per key; whatever the pacing, 10 samples read as at most
-		// ~11 Hz (bridge.TrafficMinWindow), 1.1 per 100 ms flush: the ring fits.
+		// ~11 Hz (bridge.TrafficMinWindow), 0.55 per 50 ms flush: the ring fits.
 		time.Sleep(100 * time.Millisecond)
 	}
 	traffic := func() bridge.TrafficStatus {
@@ -202,7 +202,10 @@ latency_budget_ms = 100
 		"  [knobs.zenoh.limits]\n"+
 		"  subscriber_buffer_size = 1536\n", gwSet)
 	require.Contains(t, gw, "\ntraffic:  observed by the gateway, device sim-a: 0 published (0.0 msg/s), 2 subscribed (")
-	require.Contains(t, gw, "\nnote: the gateway dropped 10 samples (oversize): larger than the device can receive: frag_max_size, batch size or subscriber slot\n")
+	// 10 sim/big over frag_max_size, and 10 sim/mid over the 1024 B small
+	// slot: sim/mid is not in large_subscriptions, so the gateway refuses
+	// them rather than letting the device drop them in its ring (issue 31 item 1).
+	require.Contains(t, gw, "\nnote: the gateway dropped 20 samples (oversize): larger than the device can receive: frag_max_size, batch size or subscriber slot\n")
 
 	// /devicez carries the same advice (and, with advice=0, none).
 	var dz struct {
@@ -310,7 +313,7 @@ devices:
 	fileIDs, fileRing := changed(b)
 	require.Equal(t, []string{knobs.SubscriberRingDepth}, fileIDs)
 	require.Equal(t, fileIDs, gwIDs)
-	require.Equal(t, 20.0, fileRing)
+	require.Equal(t, 10.0, fileRing) // 200 Hz × the 50 ms gateway flush (policy.batched.flush_interval)
 	// The gateway's rate is measured (~200 Hz, less when the publisher
 	// falls behind on a loaded host): the ring it advises follows it.
 	require.GreaterOrEqual(t, gwRing, 5.0)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/bridge/server"
+	"github.com/picobridge/picobridge/firmware/devsim"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
@@ -98,4 +102,78 @@ FACE  ZID   WHATAMI  UPSTREAM  SUBSCRIBERS  QUERYABLES  TOKENS  AUTH
 	_, err = run(t, "status", "--addr", addr, "--device", "x")
 	require.EqualError(t, err, `--device "x": `+addr+` is a plain Zenoh router (picobridge router), not a gateway: it has no devices`)
 	require.Equal(t, 1, exitCode(err))
+}
+
+// TestStatusOversizeBySlot (issue 31 item 1): the devsim --help example
+// device (zephyr nucleo_f429zi, 1024 B subscriber slot) subscribed to scan
+// is sent 1504 B scans. The gateway refuses them as oversize (the
+// subscription is not in large_subscriptions), counts them, and `status`
+// says so on the device's line; the device receives nothing and drops
+// nothing in its slot. Listed as large, the same scans are forwarded and
+// delivered.
+func TestStatusOversizeBySlot(t *testing.T) {
+	for _, large := range []bool{false, true} {
+		t.Run(fmt.Sprintf("large=%v", large), func(t *testing.T) {
+			list := "    - {name: zephyr1, platform: zephyr, board: nucleo_f429zi}\n"
+			if large {
+				list = "    - {name: zephyr1, platform: zephyr, board: nucleo_f429zi, large_subscriptions: [scan]}\n"
+			}
+			cfg, err := bridge.ParseConfig("gw.yaml", []byte("zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: 127.0.0.1:0\ndevices:\n  list:\n"+list))
+			require.NoError(t, err)
+			s, err := server.Start(context.Background(), server.Options{Config: cfg, DisableDDS: true})
+			require.NoError(t, err)
+			defer s.Close()
+			dev, err := devsim.NewDevice(devsim.DeviceConfig{Name: "zephyr1", Platform: "zephyr", Board: "nucleo_f429zi", Endpoint: s.Endpoints()[0],
+				Subscriptions: []devsim.Subscription{{Key: "scan", Large: large}}}, devsim.Options{})
+			require.NoError(t, err)
+			require.NoError(t, dev.Start(context.Background()))
+			defer dev.Stop()
+			require.Eventually(t, func() bool {
+				d := s.Gateway().Devicez(bridge.DevicezOptions{Device: "zephyr1"}).Devices
+				return len(d) == 1 && len(d[0].Subscriptions) == 1
+			}, 20*time.Second, 10*time.Millisecond)
+			pub, err := zenohpath.Open(context.Background(), zenohpath.Config{Connect: []string{s.Endpoints()[0]}})
+			require.NoError(t, err)
+			defer pub.Close()
+			const n = 5
+			for range n {
+				require.NoError(t, pub.Put("scan", make([]byte, 1504), nil))
+				time.Sleep(50 * time.Millisecond)
+			}
+			lanes := func() (fwd, oversize, all uint64) {
+				for _, l := range s.Gateway().Devicez(bridge.DevicezOptions{Device: "zephyr1"}).Devices[0].Lanes {
+					fwd += l.Forwarded
+					oversize += l.Dropped["oversize"]
+					all += l.Forwarded
+					for _, v := range l.Dropped {
+						all += v
+					}
+				}
+				return fwd, oversize, all
+			}
+			require.Eventually(t, func() bool { _, _, a := lanes(); return a == n }, 20*time.Second, 10*time.Millisecond)
+			fwd, oversize, _ := lanes()
+			out, err := run(t, "status", "--addr", s.HTTPAddr())
+			require.NoError(t, err)
+			var line string
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, "zephyr1") {
+					line = l
+				}
+			}
+			st := dev.Stats().Subscriptions["scan"]
+			if !large {
+				require.Equal(t, uint64(n), oversize)
+				require.Contains(t, line, "oversize=5", "status:\n%s", out)
+				require.Zero(t, st.Received)
+				require.Zero(t, st.SlotDrops, "nothing reached the device to be dropped there")
+				return
+			}
+			require.Zero(t, oversize)
+			require.Positive(t, fwd)
+			require.NotContains(t, line, "oversize", "status:\n%s", out)
+			require.Eventually(t, func() bool { return dev.Stats().Subscriptions["scan"].Delivered == fwd }, 10*time.Second, 10*time.Millisecond)
+			require.Zero(t, dev.Stats().Subscriptions["scan"].SlotDrops)
+		})
+	}
 }
