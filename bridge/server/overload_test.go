@@ -69,8 +69,8 @@ routes:
   critical: ["/crit"]
 devices:
   list:
-    - {name: over, platform: generic, link_bytes_per_s: %d, env: {NROS_ZENOH_FRAG_MAX_SIZE: "16384"}}
-    - {name: healthy, platform: generic, env: {NROS_ZENOH_FRAG_MAX_SIZE: "16384"}}
+    - {name: over, platform: generic, link_bytes_per_s: %d, env: {NROS_ZENOH_FRAG_MAX_SIZE: "16384"}, large_subscriptions: [crit, "bulk/**"]}
+    - {name: healthy, platform: generic, env: {NROS_ZENOH_FRAG_MAX_SIZE: "16384"}, large_subscriptions: [crit, "bulk/**"]}
 supervisor:             # a loaded test machine must not suspend lanes (lag is tick lag here)
   degraded: {lag: 2s}
   emergency: {lag: 5s}
