@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 )
 
 // Status is a check's verdict.
@@ -377,7 +377,7 @@ func (f *facts) checkProbes() Result {
 		res.Summary = "the expectations do not say the device runs the probe responder (responder: false)"
 		return res
 	}
-	key := bridge.PingKey(f.exp.Device)
+	key := probe.PingKey(f.exp.Device)
 	res.Observed = fmt.Sprintf("%d of %d pings answered after %d warm-up pings", p.answered, p.sent, p.warmup)
 	switch {
 	case !p.declared:

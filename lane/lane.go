@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -372,7 +372,7 @@ func observe(ctx context.Context, f *facts, rec *Recorder, tp *tap, rt *routers,
 // in-process session on the router.
 func runProbes(ctx context.Context, r *zenohpath.Router, rec *Recorder, e *Expectations) probeOutcome {
 	var out probeOutcome
-	pingKey := bridge.PingKey(e.Device)
+	pingKey := probe.PingKey(e.Device)
 	for !declaredSub(rec, pingKey) {
 		ch := rec.Changed()
 		select {
@@ -387,9 +387,9 @@ func runProbes(ctx context.Context, r *zenohpath.Router, rec *Recorder, e *Expec
 		return out
 	}
 	defer sess.Close()
-	pongs := make(chan bridge.Probe, 64)
-	if _, err := sess.DeclareSubscriber(bridge.PongKey(e.Device), func(s zenohpath.Sample) {
-		if p, err := bridge.DecodeProbe(s.Payload()); err == nil && p.Kind == bridge.ProbePong {
+	pongs := make(chan probe.Message, 64)
+	if _, err := sess.DeclareSubscriber(probe.PongKey(e.Device), func(s zenohpath.Sample) {
+		if p, err := probe.Decode(s.Payload()); err == nil && p.Kind == probe.Pong {
 			select {
 			case pongs <- p:
 			default:
@@ -405,7 +405,7 @@ func runProbes(ctx context.Context, r *zenohpath.Router, rec *Recorder, e *Expec
 	}
 	t0 := time.Now()
 	ping := func(seq uint32) {
-		_ = pub.Put(bridge.Probe{Kind: bridge.ProbePing, Seq: seq, GwSend: uint64(time.Since(t0))}.Append(nil), nil)
+		_ = pub.Put(probe.Message{Kind: probe.Ping, Seq: seq, GwSend: uint64(time.Since(t0))}.Append(nil), nil)
 	}
 	wait := func(seq uint32, d time.Duration) bool {
 		t := time.NewTimer(d)
@@ -455,7 +455,7 @@ func runProbes(ctx context.Context, r *zenohpath.Router, rec *Recorder, e *Expec
 }
 
 // anyPong waits up to d for a pong.
-func anyPong(ctx context.Context, pongs <-chan bridge.Probe, d time.Duration) bool {
+func anyPong(ctx context.Context, pongs <-chan probe.Message, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -103,7 +103,7 @@ type SessionObs struct {
 	// lets one of its waiting sends go before the socket window ends
 	// (anchors.md §2.6).
 	ToDevTimes []time.Time
-	Close    string // a CLOSE the device sent (reason)
+	Close      string // a CLOSE the device sent (reason)
 
 	// parsers and key tables, owned by the tap's pumps (one per direction)
 	parser [2]wire.Parser
@@ -398,7 +398,7 @@ func (r *Recorder) network(s *SessionObs, d Dir, n wire.NetworkMessage, _ bool) 
 			return
 		}
 		s.declare(KindPublisher, key)
-		if strings.HasPrefix(key, bridge.ProbePrefix) && strings.HasSuffix(key, "/knobs") {
+		if strings.HasPrefix(key, probe.Prefix) && strings.HasSuffix(key, "/knobs") {
 			if put, ok := m.Body.(*wire.Put); ok {
 				a, err := knobs.DecodeAnnouncement(put.Payload)
 				s.AnnounceKey = key

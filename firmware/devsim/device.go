@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
 	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
@@ -438,7 +438,7 @@ func (d *Device) declare(c *conn) {
 	if !d.cfg.NoProbeResponder {
 		// The responder announces the device's knobs once per session
 		// (docs/probe.md "Knob announcement"), as the C responder does.
-		send(&wire.Push{WireExpr: wire.WireExpr{Suffix: bridge.KnobsKey(d.cfg.Name)},
+		send(&wire.Push{WireExpr: wire.WireExpr{Suffix: probe.KnobsKey(d.cfg.Name)},
 			Body: &wire.Put{Payload: knobs.AnnouncementOf(d.resolved).Append(nil)}})
 	}
 }

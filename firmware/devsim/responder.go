@@ -1,6 +1,6 @@
 package devsim
 
-import "github.com/picobridge/picobridge/bridge"
+import "github.com/picobridge/picobridge/probe"
 
 // Responder turns a probe ping into its pong (docs/probe.md). devRecv and
 // devSend are the device's receive and send times, ns on a monotonic device
@@ -17,15 +17,15 @@ func (f ResponderFunc) Respond(ping []byte, devRecv, devSend uint64) ([]byte, er
 	return f(ping, devRecv, devSend)
 }
 
-// ProbeResponder is the gateway's probe protocol responder (bridge.Respond),
+// ProbeResponder is the gateway's probe protocol responder (probe.Respond),
 // the same logic as the C responder in the firmware. Devices use it unless
 // Options.Responder says otherwise.
-var ProbeResponder Responder = ResponderFunc(bridge.Respond)
+var ProbeResponder Responder = ResponderFunc(probe.Respond)
 
-// PingKey and PongKey are the probe keys of a device (bridge.PingKey,
-// bridge.PongKey): the device subscribes to its ping key (announcing its
+// PingKey and PongKey are the probe keys of a device (probe.PingKey,
+// probe.PongKey): the device subscribes to its ping key (announcing its
 // name) and answers on its pong key.
-func PingKey(device string) string { return bridge.PingKey(device) }
+func PingKey(device string) string { return probe.PingKey(device) }
 
 // PongKey: see PingKey.
-func PongKey(device string) string { return bridge.PongKey(device) }
+func PongKey(device string) string { return probe.PongKey(device) }

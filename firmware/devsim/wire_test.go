@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
@@ -150,9 +150,9 @@ func TestPicoDeclarations(t *testing.T) {
 	sub := decl(r.next("subscriber", anyMsg)).(*wire.DeclareSubscriber)
 	require.Equal(t, wire.WireExpr{Suffix: "demo/example/**", Mapping: wire.MappingSender}, sub.WireExpr)
 	ping := decl(r.next("ping subscriber", anyMsg)).(*wire.DeclareSubscriber)
-	require.Equal(t, bridge.PingKey("d1"), ping.WireExpr.Suffix)
+	require.Equal(t, probe.PingKey("d1"), ping.WireExpr.Suffix)
 	pong := decl(r.next("pong keyexpr", anyMsg)).(*wire.DeclareKeyExpr)
-	require.Equal(t, bridge.PongKey("d1"), pong.WireExpr.Suffix)
+	require.Equal(t, probe.PongKey("d1"), pong.WireExpr.Suffix)
 	pubKE := decl(r.next("publisher keyexpr", anyMsg)).(*wire.DeclareKeyExpr)
 	require.Equal(t, "tele/d1", pubKE.WireExpr.Suffix)
 	in := r.next("interest", anyMsg).(*wire.Interest)
@@ -162,7 +162,7 @@ func TestPicoDeclarations(t *testing.T) {
 	require.Equal(t, wire.WireExpr{Scope: pubKE.ID, Mapping: wire.MappingSender}, in.WireExpr)
 	// Last, the responder's knob announcement (docs/probe.md).
 	ann := r.next("knob announcement", anyMsg).(*wire.Push)
-	require.Equal(t, bridge.KnobsKey("d1"), ann.WireExpr.Suffix)
+	require.Equal(t, probe.KnobsKey("d1"), ann.WireExpr.Suffix)
 	a, err := knobs.DecodeAnnouncement(ann.Body.(*wire.Put).Payload)
 	require.NoError(t, err)
 	require.Equal(t, knobs.AnnouncementOf(d.Resolved()), a)
@@ -292,16 +292,16 @@ func testProbeResponder(t *testing.T, from string) {
 			return false
 		}
 		k, ok := dm.Body.(*wire.DeclareKeyExpr)
-		return ok && k.WireExpr.Suffix == bridge.PongKey("d3")
+		return ok && k.WireExpr.Suffix == probe.PongKey("d3")
 	}).(*wire.Declare).Body.(*wire.DeclareKeyExpr)
-	ping := bridge.Probe{Kind: bridge.ProbePing, Seq: 7, GwSend: 12345}.Append(nil)
-	require.NoError(t, s.Send(pushTo(bridge.PingKey("d3"), ping, nil), transport.SendOptions{Express: true}))
+	ping := probe.Message{Kind: probe.Ping, Seq: 7, GwSend: 12345}.Append(nil)
+	require.NoError(t, s.Send(pushTo(probe.PingKey("d3"), ping, nil), transport.SendOptions{Express: true}))
 	p := r.next("pong", func(m wire.NetworkMessage) bool { p, ok := m.(*wire.Push); return ok && p.WireExpr.Scope == pongKE.ID }).(*wire.Push)
 	require.Equal(t, pongKE.ID, p.WireExpr.Scope)
 	require.True(t, p.EffectiveQoS().Express())
-	pong, err := bridge.DecodeProbe(p.Body.(*wire.Put).Payload)
+	pong, err := probe.Decode(p.Body.(*wire.Put).Payload)
 	require.NoError(t, err)
-	require.Equal(t, bridge.ProbePong, pong.Kind)
+	require.Equal(t, probe.Pong, pong.Kind)
 	require.EqualValues(t, 7, pong.Seq)
 	require.EqualValues(t, 12345, pong.GwSend)
 	eventually(t, "pong counted", func() bool { return d.Stats().ProbeResponses == 1 })
