@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/picobridge/picobridge/firmware/devsim"
 	"github.com/picobridge/picobridge/lane"
+	"github.com/picobridge/picobridge/sim/devsim"
 )
 
 // runLane runs a lane with the expectations text against a devsim device

@@ -18,10 +18,10 @@ import (
 
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/bridge/server"
-	"github.com/picobridge/picobridge/firmware/devsim"
 	"github.com/picobridge/picobridge/internal/cli"
 	"github.com/picobridge/picobridge/knobs"
 	"github.com/picobridge/picobridge/probe"
+	"github.com/picobridge/picobridge/sim/devsim"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 

@@ -42,4 +42,8 @@
 // publication. Device.Stop (and Fleet.Stop) returns after all of them, and
 // the session's, have exited. Lock order: txPath's TX mutex, then its link
 // mutex, then Device.mu.
+//
+// It lives in sim/, the room for simulated hardware, beside sim/linkemu (the
+// link emulator); it imports the probe protocol (package probe), never the
+// gateway (docs/architecture.md).
 package devsim

@@ -41,4 +41,7 @@
 //
 // Lock order: core.mu before link.mu; delayLine.mu, UDPProxy.mu and
 // TCPProxy.mu are leaves (nothing is locked while holding them).
+//
+// It lives in sim/, the room for simulated hardware, beside sim/devsim (the
+// simulated devices) (docs/architecture.md).
 package linkemu
