@@ -1,5 +1,5 @@
 // rawtype.hpp: the raw "opaque bytes" Fast DDS type shared by the ddspath Fast DDS peer
-// (ddspath/fastddspeer/src/peer.cpp) and the evaluation's publisher (eval/fastddspub/src/pub.cpp).
+// (internal/fastddspeer/src/peer.cpp) and the evaluation's publisher (eval/fastddspub/src/pub.cpp).
 // A RawSample carries one serialized sample, encapsulation header included; RawType copies it
 // verbatim into and out of the payload, so any ROS 2 type name can be used without type
 // support (Fast DDS 2.9 matches endpoints on the type name).

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/picobridge/picobridge/ddspath"
-	"github.com/picobridge/picobridge/ddspath/fastddspeer"
+	"github.com/picobridge/picobridge/internal/fastddspeer"
 )
 
 // Pair names a publisher→subscriber combination.

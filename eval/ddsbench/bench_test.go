@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/picobridge/picobridge/ddspath"
-	"github.com/picobridge/picobridge/ddspath/fastddspeer"
+	"github.com/picobridge/picobridge/internal/fastddspeer"
 	"github.com/stretchr/testify/require"
 )
 
