@@ -1,7 +1,9 @@
 // Package bridge is picobridge's policy core: it sits between the DDS side
 // (package ddspath) and the Zenoh router (package zenohpath) and decides,
 // per zenoh-pico device, what is sent, on which lane, how fast, and what is
-// dropped and why. It knows nothing of the wire: the lead adapts the router
+// dropped and why. A device's two lanes are the mission's critical express
+// path (LaneExpress) and batched noncritical path (LaneBatched); they have
+// nothing to do with the CI test lane (package testlane, docs/lane.md). It knows nothing of the wire: the lead adapts the router
 // and DDS to the small interfaces declared here.
 //
 // The pieces (one file each):

@@ -1,4 +1,4 @@
-package lane_test
+package testlane_test
 
 import (
 	"bytes"
@@ -9,38 +9,38 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/picobridge/picobridge/lane"
 	"github.com/picobridge/picobridge/sim/devsim"
+	"github.com/picobridge/picobridge/testlane"
 )
 
 // runLane runs a lane with the expectations text against a devsim device
 // started once the lane listens (on 127.0.0.1:0).
-func runLane(t *testing.T, yamlText string, dev devsim.DeviceConfig) *lane.Report {
+func runLane(t *testing.T, yamlText string, dev devsim.DeviceConfig) *testlane.Report {
 	t.Helper()
-	e, err := lane.ParseExpectations("lane.yaml", []byte(yamlText))
+	e, err := testlane.ParseExpectations("lane.yaml", []byte(yamlText))
 	require.NoError(t, err)
-	r, err := lane.Resolve(e, nil)
+	r, err := testlane.Resolve(e, nil)
 	require.NoError(t, err)
 	var d *devsim.Device
-	cfg := lane.Config{Expect: e, Resolved: r, Listen: "127.0.0.1:0", Ready: func(ep string) {
+	cfg := testlane.Config{Expect: e, Resolved: r, Listen: "127.0.0.1:0", Ready: func(ep string) {
 		dev.Endpoint = ep
 		var err error
 		d, err = devsim.NewDevice(dev, devsim.Options{})
 		require.NoError(t, err)
 		require.NoError(t, d.Start(context.Background()))
 	}}
-	rep, err := lane.Run(context.Background(), cfg)
+	rep, err := testlane.Run(context.Background(), cfg)
 	if d != nil {
 		d.Stop()
 	}
 	require.NoError(t, err)
 	var sum bytes.Buffer
-	require.NoError(t, lane.WriteSummary(&sum, rep))
+	require.NoError(t, testlane.WriteSummary(&sum, rep))
 	t.Logf("summary:\n%s", sum.String())
 	return rep
 }
 
-func result(t *testing.T, rep *lane.Report, name string) lane.Result {
+func result(t *testing.T, rep *testlane.Report, name string) testlane.Result {
 	t.Helper()
 	for _, r := range rep.Results {
 		if r.Name == name {
@@ -48,7 +48,7 @@ func result(t *testing.T, rep *lane.Report, name string) lane.Result {
 		}
 	}
 	t.Fatalf("no check %q in the report", name)
-	return lane.Result{}
+	return testlane.Result{}
 }
 
 // TestLaneDevsimPasses: a devsim Zephyr native_sim device that matches its
@@ -84,12 +84,12 @@ faults:
 		},
 	})
 	for _, r := range rep.Results {
-		require.Equal(t, lane.Pass, r.Status, "%s: %s (observed: %s)", r.Name, r.Summary, r.Observed)
+		require.Equal(t, testlane.Pass, r.Status, "%s: %s (observed: %s)", r.Name, r.Summary, r.Observed)
 	}
 	require.Equal(t, "the device proposed batch size 1024 B in INIT, as zenoh.wire.batch_unicast_size 1024 (set by builtin)",
-		result(t, rep, lane.CheckSession).Summary)
-	require.True(t, strings.HasPrefix(result(t, rep, lane.CheckSends).Summary, "within the knob-derived ceiling: one send per 100ms socket window"))
-	require.Equal(t, "the device announced the knobs the lane resolved", result(t, rep, lane.CheckAnnouncement).Summary)
+		result(t, rep, testlane.CheckSession).Summary)
+	require.True(t, strings.HasPrefix(result(t, rep, testlane.CheckSends).Summary, "within the knob-derived ceiling: one send per 100ms socket window"))
+	require.Equal(t, "the device announced the knobs the lane resolved", result(t, rep, testlane.CheckAnnouncement).Summary)
 }
 
 // TestLaneDevsimFailsIdle: an idle devsim device built with other knobs
@@ -121,24 +121,24 @@ faults:
 		Subscriptions:     []devsim.Subscription{{Key: "lane/b/cmd"}},
 	})
 	want := map[string]string{
-		lane.CheckSession:             "the device proposed batch size 1024 B in INIT, its knobs give 2048: zenoh.wire.batch_unicast_size 2048 (set by env NROS_ZENOH_BATCH_UNICAST_SIZE (lane.yaml knobs.env)); the device was built with other knobs, or the lane names the wrong ones",
-		lane.CheckLease:               "the device announced lease 3s in OPEN, its knobs give 1s: zenoh.link.lease_ms 1000 (set by env NROS_ZENOH_LEASE_MS (lane.yaml knobs.env))",
-		lane.CheckKeepAlive:           "the device was silent longer than its keep-alive period: zenoh.link.lease_ms 1000 / zenoh.link.lease_expire_factor 3 = 333ms, + 0s tolerance",
-		lane.CheckDeclarations:        "not declared: subscriber lane/b/missing, publisher lane/b/odom",
-		lane.CheckProbes:              "the device never declared a subscriber on @picobridge/probe/sim-b/ping: it does not run the probe responder under the name sim-b",
+		testlane.CheckSession:         "the device proposed batch size 1024 B in INIT, its knobs give 2048: zenoh.wire.batch_unicast_size 2048 (set by env NROS_ZENOH_BATCH_UNICAST_SIZE (lane.yaml knobs.env)); the device was built with other knobs, or the lane names the wrong ones",
+		testlane.CheckLease:           "the device announced lease 3s in OPEN, its knobs give 1s: zenoh.link.lease_ms 1000 (set by env NROS_ZENOH_LEASE_MS (lane.yaml knobs.env))",
+		testlane.CheckKeepAlive:       "the device was silent longer than its keep-alive period: zenoh.link.lease_ms 1000 / zenoh.link.lease_expire_factor 3 = 333ms, + 0s tolerance",
+		testlane.CheckDeclarations:    "not declared: subscriber lane/b/missing, publisher lane/b/odom",
+		testlane.CheckProbes:          "the device never declared a subscriber on @picobridge/probe/sim-b/ping: it does not run the probe responder under the name sim-b",
 		"fault[0] stall_reads":        "the session did not survive a 4s read stall",
 		"fault[1] close_mid_fragment": "close_mid_fragment was not injected: no fragmented message passed between +1s and the end of the observation",
 		"fault[2] restart_router":     "the device did not open a new session within 500ms of restart_router",
 	}
 	for name, text := range want {
 		r := result(t, rep, name)
-		require.Equal(t, lane.Fail, r.Status, name)
+		require.Equal(t, testlane.Fail, r.Status, name)
 		require.Equal(t, text, r.Summary, name)
 	}
-	require.Equal(t, lane.Skip, result(t, rep, lane.CheckSends).Status)
-	require.Equal(t, "the device published nothing", result(t, rep, lane.CheckSends).Summary)
-	require.Equal(t, lane.Skip, result(t, rep, lane.CheckAnnouncement).Status)
-	require.Regexp(t, `^longest silence [0-9.]+m?s, ended at \+[0-9.]+m?s \(session 0\); \d+ keep-alives$`, result(t, rep, lane.CheckKeepAlive).Observed)
+	require.Equal(t, testlane.Skip, result(t, rep, testlane.CheckSends).Status)
+	require.Equal(t, "the device published nothing", result(t, rep, testlane.CheckSends).Summary)
+	require.Equal(t, testlane.Skip, result(t, rep, testlane.CheckAnnouncement).Status)
+	require.Regexp(t, `^longest silence [0-9.]+m?s, ended at \+[0-9.]+m?s \(session 0\); \d+ keep-alives$`, result(t, rep, testlane.CheckKeepAlive).Observed)
 	require.True(t, rep.Failed())
 }
 
@@ -163,17 +163,17 @@ declares:
 		},
 	})
 	want := map[string]string{
-		lane.CheckSends:         "more sends than the socket window allows: zenoh.link.socket_timeout_ms 500 (set by env NROS_ZENOH_SOCKET_TIMEOUT_MS (lane.yaml knobs.env)) gives one send per 500ms on a platform with capability per_fd_tx_ceiling true (set by platform zephyr (firmware/platforms/zephyr.toml:11)), + 10%",
-		lane.CheckFragmentation: "the device fragmented a message, but zenoh.wire.fragmentation false (set by env NROS_ZENOH_FRAGMENTATION (lane.yaml knobs.env))",
-		lane.CheckAnnouncement: "the device announced other knobs than the lane resolved: " +
+		testlane.CheckSends:         "more sends than the socket window allows: zenoh.link.socket_timeout_ms 500 (set by env NROS_ZENOH_SOCKET_TIMEOUT_MS (lane.yaml knobs.env)) gives one send per 500ms on a platform with capability per_fd_tx_ceiling true (set by platform zephyr (firmware/platforms/zephyr.toml:11)), + 10%",
+		testlane.CheckFragmentation: "the device fragmented a message, but zenoh.wire.fragmentation false (set by env NROS_ZENOH_FRAGMENTATION (lane.yaml knobs.env))",
+		testlane.CheckAnnouncement: "the device announced other knobs than the lane resolved: " +
 			"zenoh.link.socket_timeout_ms: the device announced 100, the configuration says 500 (set by env NROS_ZENOH_SOCKET_TIMEOUT_MS (lane.yaml knobs.env)); " +
 			"zenoh.wire.fragmentation: the device announced true, the configuration says false (set by env NROS_ZENOH_FRAGMENTATION (lane.yaml knobs.env))",
 	}
 	for name, text := range want {
 		r := result(t, rep, name)
-		require.Equal(t, lane.Fail, r.Status, name)
+		require.Equal(t, testlane.Fail, r.Status, name)
 		require.Equal(t, text, r.Summary, name)
 	}
-	require.Equal(t, lane.Pass, result(t, rep, lane.CheckDeclarations).Status)
-	require.Regexp(t, `^\d+ data batches \(\d+ partial\) over [0-9.]+m?s; at most \d+ PUSH per batch; the socket window allows \d+`, result(t, rep, lane.CheckSends).Observed)
+	require.Equal(t, testlane.Pass, result(t, rep, testlane.CheckDeclarations).Status)
+	require.Regexp(t, `^\d+ data batches \(\d+ partial\) over [0-9.]+m?s; at most \d+ PUSH per batch; the socket window allows \d+`, result(t, rep, testlane.CheckSends).Observed)
 }

@@ -1,4 +1,4 @@
-// Package lane is picobridge's test lane for one CI job (docs/lane.md): a
+// Package testlane is picobridge's test lane for one CI job (docs/lane.md): a
 // Zenoh router that a zenoh-pico device under test (a Zephyr native_sim
 // image, a POSIX build, a devsim device) connects to, and that checks the
 // device's behaviour on the wire against its resolved knobs (package knobs:
@@ -29,4 +29,9 @@
 // Goroutines: the tap's accept loop and two pumps per link, the router's,
 // one prober, one per fault, and the device command's waiter; Run returns
 // after all of them ended.
-package lane
+//
+// "Test lane" is a CI job, nothing else: the gateway's two egress paths per
+// device (the critical express path and the batched noncritical path, type
+// bridge.Lane) are another thing that code and metrics also call lanes
+// (docs/architecture.md, "Words"). The package was lane/ until issue 26.
+package testlane

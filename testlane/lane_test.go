@@ -1,4 +1,4 @@
-package lane_test
+package testlane_test
 
 import (
 	"bytes"
@@ -16,27 +16,27 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/knobs"
-	"github.com/picobridge/picobridge/lane"
+	"github.com/picobridge/picobridge/testlane"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
-func parse(t *testing.T, text string) *lane.Expectations {
+func parse(t *testing.T, text string) *testlane.Expectations {
 	t.Helper()
-	e, err := lane.ParseExpectations("lane.yaml", []byte(text))
+	e, err := testlane.ParseExpectations("lane.yaml", []byte(text))
 	require.NoError(t, err)
 	return e
 }
 
 // run runs a lane whose device is started by start (given the endpoint).
-func run(t *testing.T, e *lane.Expectations, cmd []string, start func(addr string)) *lane.Report {
+func run(t *testing.T, e *testlane.Expectations, cmd []string, start func(addr string)) *testlane.Report {
 	t.Helper()
-	r, err := lane.Resolve(e, nil)
+	r, err := testlane.Resolve(e, nil)
 	require.NoError(t, err)
-	cfg := lane.Config{Expect: e, Resolved: r, Listen: "127.0.0.1:0", Command: cmd}
+	cfg := testlane.Config{Expect: e, Resolved: r, Listen: "127.0.0.1:0", Command: cmd}
 	if start != nil {
 		cfg.Ready = func(ep string) { go start(strings.TrimPrefix(ep, "tcp/")) }
 	}
-	rep, err := lane.Run(context.Background(), cfg)
+	rep, err := testlane.Run(context.Background(), cfg)
 	require.NoError(t, err)
 	return rep
 }
@@ -47,11 +47,11 @@ func TestLaneOversizeBatch(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		payload int
-		status  lane.Status
+		status  testlane.Status
 		text    string
 	}{
-		{"within", 900, lane.Pass, "no batch above the negotiated size"},
-		{"over", 1400, lane.Fail, "a device→router batch of 1418 B exceeds the negotiated 1024 B (zenoh-wire.md §3.1)"},
+		{"within", 900, testlane.Pass, "no batch above the negotiated size"},
+		{"over", 1400, testlane.Fail, "a device→router batch of 1418 B exceeds the negotiated 1024 B (zenoh-wire.md §3.1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := parse(t, "knobs: {platform: generic}\nduration: 1s\n")
@@ -61,10 +61,10 @@ func TestLaneOversizeBatch(t *testing.T) {
 				rawDevice(t, addr, 1024, tc.payload)
 			})
 			<-done
-			r := result(t, rep, lane.CheckBatchSize)
+			r := result(t, rep, testlane.CheckBatchSize)
 			require.Equal(t, tc.status, r.Status, r.Observed)
 			require.Equal(t, tc.text, r.Summary)
-			require.Equal(t, lane.Pass, result(t, rep, lane.CheckSession).Status)
+			require.Equal(t, testlane.Pass, result(t, rep, testlane.CheckSession).Status)
 		})
 	}
 }
@@ -118,10 +118,10 @@ func rawDevice(t *testing.T, addr string, batch uint16, payload int) {
 func TestLaneNoDevice(t *testing.T) {
 	e := parse(t, "knobs: {platform: posix}\nwait: 200ms\nduration: 1s\n")
 	rep := run(t, e, nil, nil)
-	r := result(t, rep, lane.CheckSession)
-	require.Equal(t, lane.Fail, r.Status)
+	r := result(t, rep, testlane.CheckSession)
+	require.Equal(t, testlane.Fail, r.Status)
 	require.Regexp(t, `^no device opened a session on tcp/127\.0\.0\.1:\d+ within 200ms$`, r.Summary)
-	require.Equal(t, lane.Skip, result(t, rep, lane.CheckKeepAlive).Status)
+	require.Equal(t, testlane.Skip, result(t, rep, testlane.CheckKeepAlive).Status)
 }
 
 // TestLaneDeviceExit: the device command exits 3 at once: session and
@@ -129,14 +129,14 @@ func TestLaneNoDevice(t *testing.T) {
 func TestLaneDeviceExit(t *testing.T) {
 	e := parse(t, "device: d\nknobs: {platform: posix}\nwait: 5s\n")
 	rep := run(t, e, []string{"/bin/sh", "-c", "echo device says hi; exit 3"}, nil)
-	require.Equal(t, lane.Fail, result(t, rep, lane.CheckSession).Status)
-	r := result(t, rep, lane.CheckDeviceExit)
-	require.Equal(t, lane.Fail, r.Status)
+	require.Equal(t, testlane.Fail, result(t, rep, testlane.CheckSession).Status)
+	r := result(t, rep, testlane.CheckDeviceExit)
+	require.Equal(t, testlane.Fail, r.Status)
 	require.Equal(t, "the device exited with status 3", r.Summary)
 	require.Contains(t, rep.DeviceOutput, "device says hi")
 
 	var b bytes.Buffer
-	require.NoError(t, lane.WriteJUnit(&b, rep))
+	require.NoError(t, testlane.WriteJUnit(&b, rep))
 	var doc struct {
 		Tests  int `xml:"tests,attr"`
 		Fail   int `xml:"failures,attr"`
@@ -157,14 +157,14 @@ func TestLaneDeviceExit(t *testing.T) {
 	require.Equal(t, "picobridge lane d", doc.Suites[0].Name)
 	require.Contains(t, doc.Suites[0].Out, "device says hi")
 	last := doc.Suites[0].Cases[len(doc.Suites[0].Cases)-1]
-	require.Equal(t, lane.CheckDeviceExit, last.Name)
+	require.Equal(t, testlane.CheckDeviceExit, last.Name)
 	require.Equal(t, "the device exited with status 3", last.Failure.Message)
 }
 
 // TestExpectationsErrors: every problem of a bad file at once, each with
 // file, line, column, key and the allowed values; exit status 2.
 func TestExpectationsErrors(t *testing.T) {
-	_, err := lane.ParseExpectations("bad.yaml", []byte(`device: "no spaces"
+	_, err := testlane.ParseExpectations("bad.yaml", []byte(`device: "no spaces"
 knobs: {board: native_sim, colour: red}
 duration: ten
 responder: yes
@@ -196,13 +196,13 @@ func TestExpectationsDefaults(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prj.conf"), []byte("CONFIG_NROS_ZENOH_LEASE_MS=4000\n"), 0o644))
 	name := filepath.Join(dir, "lane.yaml")
-	e, err := lane.ParseExpectations(name, []byte("device: d1\nknobs: {board: native_sim, env_files: [prj.conf]}\nresponder: true\n"))
+	e, err := testlane.ParseExpectations(name, []byte("device: d1\nknobs: {board: native_sim, env_files: [prj.conf]}\nresponder: true\n"))
 	require.NoError(t, err)
-	require.Equal(t, lane.DefaultWait, e.Wait)
-	require.Equal(t, lane.DefaultDuration, e.Duration)
-	require.Equal(t, lane.DefaultProbes, e.Probes)
+	require.Equal(t, testlane.DefaultWait, e.Wait)
+	require.Equal(t, testlane.DefaultDuration, e.Duration)
+	require.Equal(t, testlane.DefaultProbes, e.Probes)
 	require.Equal(t, []string{filepath.Join(dir, "prj.conf")}, e.Knobs.EnvFiles)
-	r, err := lane.Resolve(e, nil)
+	r, err := testlane.Resolve(e, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 4000, r.Int(knobs.LeaseMs))
 	require.Equal(t, "kconfig CONFIG_NROS_ZENOH_LEASE_MS ("+filepath.Join(dir, "prj.conf")+":1)", r.Get(knobs.LeaseMs).Source.String())
@@ -210,8 +210,8 @@ func TestExpectationsDefaults(t *testing.T) {
 
 // TestExpectationsFaultOutsideObservation: a fault after the duration.
 func TestExpectationsFaultOutsideObservation(t *testing.T) {
-	_, err := lane.ParseExpectations("f.yaml", []byte("knobs: {platform: posix}\nduration: 5s\nfaults:\n  - {kind: stall_reads, at: 4s, for: 2s}\n"))
+	_, err := testlane.ParseExpectations("f.yaml", []byte("knobs: {platform: posix}\nduration: 5s\nfaults:\n  - {kind: stall_reads, at: 4s, for: 2s}\n"))
 	require.EqualError(t, err, "f.yaml:4:5: faults[0].at: 4s (+ for 2s) is not before duration 5s: the fault would fall outside the observation")
-	_, err = lane.ParseExpectations("g.yaml", []byte("duration: 5s\n"))
+	_, err = testlane.ParseExpectations("g.yaml", []byte("duration: 5s\n"))
 	require.EqualError(t, err, "g.yaml:1:1: knobs: name the device's platform or board (knobs.platform, knobs.board): the checks derive from its knobs")
 }

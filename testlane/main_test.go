@@ -1,4 +1,4 @@
-package lane_test
+package testlane_test
 
 import (
 	"testing"

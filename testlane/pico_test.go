@@ -1,4 +1,4 @@
-package lane_test
+package testlane_test
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/picobridge/picobridge/firmware/responder"
 	"github.com/picobridge/picobridge/internal/picotest"
-	"github.com/picobridge/picobridge/lane"
+	"github.com/picobridge/picobridge/testlane"
 )
 
 // The zenoh-pico examples of ZENOH_PICO_EXAMPLES (the GNUmakefile POSIX
@@ -44,21 +44,21 @@ func forBuilds(t *testing.T, f func(t *testing.T, b picotest.Build)) {
 
 // picoLane runs a lane whose device is <dir>/<example> args... and logs
 // the summary.
-func picoLane(t *testing.T, yamlText, dir, example string, args ...string) *lane.Report {
+func picoLane(t *testing.T, yamlText, dir, example string, args ...string) *testlane.Report {
 	t.Helper()
 	e := parse(t, yamlText)
-	cmd := append([]string{filepath.Join(dir, example), "-e", lane.EndpointPlaceholder}, args...)
+	cmd := append([]string{filepath.Join(dir, example), "-e", testlane.EndpointPlaceholder}, args...)
 	rep := run(t, e, cmd, nil)
 	var b bytes.Buffer
-	require.NoError(t, lane.WriteSummary(&b, rep))
+	require.NoError(t, testlane.WriteSummary(&b, rep))
 	t.Logf("summary:\n%s", b.String())
 	return rep
 }
 
-func requireAllPass(t *testing.T, rep *lane.Report) {
+func requireAllPass(t *testing.T, rep *testlane.Report) {
 	t.Helper()
 	for _, r := range rep.Results {
-		require.NotEqual(t, lane.Fail, r.Status, "%s: %s (observed: %s)", r.Name, r.Summary, r.Observed)
+		require.NotEqual(t, testlane.Fail, r.Status, "%s: %s (observed: %s)", r.Name, r.Summary, r.Observed)
 	}
 }
 
@@ -77,9 +77,9 @@ faults:
   - {kind: restart_router, at: 4s, within: 9s}   # z_pub took 4-6.5 s here
 `, b.Dir, "z_pub")
 		requireAllPass(t, rep)
-		require.Equal(t, "within the knob-derived ceiling: one PUSH per batch (zenoh.tx.batch false)", result(t, rep, lane.CheckSends).Summary)
+		require.Equal(t, "within the knob-derived ceiling: one PUSH per batch (zenoh.tx.batch false)", result(t, rep, testlane.CheckSends).Summary)
 		require.Equal(t, fmt.Sprintf("the device proposed batch size %d B in INIT, as zenoh.wire.batch_unicast_size %d %s", b.Batch, b.Batch, envBatch),
-			result(t, rep, lane.CheckSession).Summary)
+			result(t, rep, testlane.CheckSession).Summary)
 	})
 }
 
@@ -93,8 +93,8 @@ declares:
   subscribers: ["demo/example/**"]
 `, b.Dir, "z_sub")
 		requireAllPass(t, rep)
-		require.Equal(t, lane.Skip, result(t, rep, lane.CheckSends).Status)
-		ka := result(t, rep, lane.CheckKeepAlive)
+		require.Equal(t, testlane.Skip, result(t, rep, testlane.CheckSends).Status)
+		ka := result(t, rep, testlane.CheckKeepAlive)
 		require.Equal(t, "the device was never silent longer than its keep-alive period: zenoh.link.lease_ms 10000 / zenoh.link.lease_expire_factor 3 = 3.333s, + 500ms tolerance", ka.Summary)
 		require.NotContains(t, ka.Observed, "; 0 keep-alives")
 	})
@@ -111,8 +111,8 @@ func TestLanePicoWrongBatch(t *testing.T) {
 		rep := picoLane(t, `device: z_sub`+buildKnobs(claim, b.FragMax)+`
 duration: 2s
 `, b.Dir, "z_sub")
-		s := result(t, rep, lane.CheckSession)
-		require.Equal(t, lane.Fail, s.Status)
+		s := result(t, rep, testlane.CheckSession)
+		require.Equal(t, testlane.Fail, s.Status)
 		require.Equal(t, fmt.Sprintf("the device proposed batch size %d B in INIT, its knobs give %d: zenoh.wire.batch_unicast_size %d %s; "+
 			"the device was built with other knobs, or the lane names the wrong ones", b.Batch, claim, claim, envBatch), s.Summary)
 		require.Regexp(t, fmt.Sprintf(`^session 0 \(zid [0-9a-f]+, client\): INIT batch %d B, router \d+ B, negotiated %d B$`, b.Batch, b.Batch), s.Observed)
@@ -130,15 +130,15 @@ func largeValue(b picotest.Build) string {
 // skipped), at most 3 times: the 2048 build's z_put sometimes exits with
 // status 0 having sent no data at all (1 run in ~10 here; the lane reports
 // it as "sends: the device published nothing").
-func putLane(t *testing.T, yamlText string, b picotest.Build, value string) *lane.Report {
+func putLane(t *testing.T, yamlText string, b picotest.Build, value string) *testlane.Report {
 	t.Helper()
-	var rep *lane.Report
+	var rep *testlane.Report
 	for attempt := 1; attempt <= 3; attempt++ {
 		rep = picoLane(t, yamlText, b.Dir, "z_put", "-v", value)
-		if s := result(t, rep, lane.CheckSends); s.Status != lane.Skip {
+		if s := result(t, rep, testlane.CheckSends); s.Status != testlane.Skip {
 			return rep
 		}
-		t.Logf("attempt %d: z_put sent nothing (%s); again", attempt, result(t, rep, lane.CheckDeviceExit).Observed)
+		t.Logf("attempt %d: z_put sent nothing (%s); again", attempt, result(t, rep, testlane.CheckDeviceExit).Observed)
 	}
 	t.Fatalf("z_put sent nothing in 3 runs")
 	return rep
@@ -160,20 +160,20 @@ declares:
   publishers: [demo/example/zenoh-pico-put]
 `, b, v)
 			requireAllPass(t, rep)
-			f := result(t, rep, lane.CheckFragmentation)
+			f := result(t, rep, testlane.CheckFragmentation)
 			require.Equal(t, fmt.Sprintf("fragmented messages within zenoh.wire.frag_max_size %d (set by env NROS_ZENOH_FRAG_MAX_SIZE (lane.yaml knobs.env))", b.FragMax), f.Summary)
 			m := largest.FindStringSubmatch(f.Observed)
 			require.NotNil(t, m, f.Observed)
 			n, _ := strconv.Atoi(m[1])
 			require.True(t, n > len(v) && n < len(v)+64, "largest message %d B for a %d B value", n, len(v))
-			require.Equal(t, "the device exited with status 0", result(t, rep, lane.CheckDeviceExit).Summary)
+			require.Equal(t, "the device exited with status 0", result(t, rep, testlane.CheckDeviceExit).Summary)
 		})
 		t.Run("frag_max_size one batch", func(t *testing.T) {
 			rep := putLane(t, `device: z_put`+buildKnobs(b.Batch, b.Batch)+`
 duration: 5s
 `, b, v)
-			f := result(t, rep, lane.CheckFragmentation)
-			require.Equal(t, lane.Fail, f.Status)
+			f := result(t, rep, testlane.CheckFragmentation)
+			require.Equal(t, testlane.Fail, f.Status)
 			require.Regexp(t, fmt.Sprintf(`^the device sent a %d\d\d B message in 2 fragments, over zenoh.wire.frag_max_size %d \(set by env NROS_ZENOH_FRAG_MAX_SIZE \(lane.yaml knobs.env\)\): a device built with these knobs drops it$`,
 				len(v)/100, b.Batch), f.Summary)
 		})
@@ -205,11 +205,11 @@ probes: 5
 # responder is silent for up to ~2 periods. This lane found that (4.15 s).
 tolerance: {keepalive: 3400ms}
 `)
-	rep := run(t, e, []string{bin, "-m", "client", "-e", lane.EndpointPlaceholder, "-n", "pico-r"}, nil)
+	rep := run(t, e, []string{bin, "-m", "client", "-e", testlane.EndpointPlaceholder, "-n", "pico-r"}, nil)
 	var b bytes.Buffer
-	require.NoError(t, lane.WriteSummary(&b, rep))
+	require.NoError(t, testlane.WriteSummary(&b, rep))
 	t.Logf("summary:\n%s", b.String())
 	requireAllPass(t, rep)
-	require.Equal(t, "5 of 5 pings on @picobridge/probe/pico-r/ping answered, each within 1s", result(t, rep, lane.CheckProbes).Summary)
-	require.Equal(t, "the device announced the knobs the lane resolved", result(t, rep, lane.CheckAnnouncement).Summary)
+	require.Equal(t, "5 of 5 pings on @picobridge/probe/pico-r/ping answered, each within 1s", result(t, rep, testlane.CheckProbes).Summary)
+	require.Equal(t, "the device announced the knobs the lane resolved", result(t, rep, testlane.CheckAnnouncement).Summary)
 }
