@@ -5,44 +5,27 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 )
 
 // Knob announcements (docs/probe.md, "Knob announcement"): a device's probe
 // responder publishes its compile-time transport knobs once per session on
-// KnobsKey(name) (knobs.Announcement, 32 bytes). The gateway resolves the
+// probe.KnobsKey(name) (knobs.Announcement, 32 bytes). The gateway resolves the
 // device's profile from it with provenance device (knobs.RungDevice) and
 // warns when it disagrees with devices.list.
-
-// KnobsSubscription is the key expression the gateway subscribes to for
-// every device's announcement.
-const KnobsSubscription = ProbePrefix + "*/knobs"
-
-// KnobsKey is the key a device announces its knobs on.
-func KnobsKey(device string) string { return ProbePrefix + device + "/knobs" }
 
 // ErrUnknownAnnouncer: an announcement names no attached device.
 var ErrUnknownAnnouncer = errors.New("bridge: knob announcement from no attached device")
 
-// parseKnobsKey returns the device name of a KnobsKey.
-func parseKnobsKey(key string) (string, bool) {
-	rest, ok := strings.CutPrefix(key, ProbePrefix)
-	if !ok {
-		return "", false
-	}
-	name, ok := strings.CutSuffix(rest, "/knobs")
-	return name, ok && validDeviceName(name)
-}
-
-// HandleKnobs takes a publication on a knobs key (KnobsSubscription): it
+// HandleKnobs takes a publication on a knobs key (probe.KnobsSubscription): it
 // decodes the announcement and re-resolves the device's profile from it.
 // Errors: a key that is not a knobs key, a bad payload
 // (knobs.ErrAnnouncement), or ErrUnknownAnnouncer.
 func (g *Gateway) HandleKnobs(key string, payload []byte) error {
-	name, ok := parseKnobsKey(key)
+	name, ok := probe.ParseKnobsKey(key)
 	if !ok {
 		return fmt.Errorf("bridge: %q is not a knobs key", key)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/picobridge/picobridge/probe"
 )
 
 // Class is a device's class as the classifier sees it.
@@ -85,9 +87,7 @@ type Classifier struct {
 	epoch   time.Time // gw_send is ns since epoch
 	nextSeq uint32
 	pending map[uint32]pendingPing // unanswered pings by seq
-	window  []probeResult          // ring of settled probes
-	head    int                    // next write in window
-	full    bool
+	window  probe.Window           // settled probes: mean RTT and loss
 	sent    uint64
 
 	state    Class // from readings
@@ -114,11 +114,6 @@ type pendingPing struct {
 	self time.Duration // delay the gateway itself put ahead of the ping
 }
 
-type probeResult struct {
-	rtt  time.Duration
-	lost bool
-}
-
 // NewClassifier returns a classifier in UNKNOWN with override auto. now is
 // the epoch of the gw_send times it writes.
 func NewClassifier(cfg ClassifierConfig, now time.Time) *Classifier {
@@ -126,7 +121,7 @@ func NewClassifier(cfg ClassifierConfig, now time.Time) *Classifier {
 		cfg:      cfg,
 		epoch:    now,
 		pending:  map[uint32]pendingPing{},
-		window:   make([]probeResult, max(cfg.Window, 1)),
+		window:   probe.NewWindow(cfg.Window),
 		override: OverrideAuto,
 	}
 }
@@ -159,8 +154,8 @@ func (c *Classifier) PingAfter(now time.Time, self time.Duration) []byte {
 	if len(c.pending) > c.maxPending() {
 		c.expire(now)
 	}
-	p := Probe{Kind: ProbePing, Seq: seq, GwSend: uint64(now.Sub(c.epoch))}
-	return p.Append(make([]byte, 0, ProbeSize))
+	p := probe.Message{Kind: probe.Ping, Seq: seq, GwSend: uint64(now.Sub(c.epoch))}
+	return p.Append(make([]byte, 0, probe.Size))
 }
 
 func (c *Classifier) maxPending() int {
@@ -171,12 +166,12 @@ func (c *Classifier) maxPending() int {
 // Pong records a device's answer received at now and returns the probe's
 // RTT (device processing time excluded).
 func (c *Classifier) Pong(payload []byte, now time.Time) (time.Duration, error) {
-	p, err := DecodeProbe(payload)
+	p, err := probe.Decode(payload)
 	if err != nil {
 		return 0, err
 	}
-	if p.Kind != ProbePong {
-		return 0, fmt.Errorf("%w: got a %v", ErrProbeKind, p.Kind)
+	if p.Kind != probe.Pong {
+		return 0, fmt.Errorf("%w: got a %v", probe.ErrKind, p.Kind)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -188,30 +183,18 @@ func (c *Classifier) Pong(payload []byte, now time.Time) (time.Duration, error) 
 	delete(c.pending, p.Seq)
 	rtt := now.Sub(sentAt)
 	if rtt > c.cfg.ProbeTimeout {
-		c.settle(probeResult{lost: true})
+		c.window.Lost()
 		return rtt, fmt.Errorf("%w: seq %d answered after the timeout (%v)", ErrUnexpectedPong, p.Seq, rtt)
 	}
-	if p.DevSend >= p.DevRecv {
-		if proc := time.Duration(p.DevSend - p.DevRecv); proc < rtt {
-			rtt -= proc
-		}
-	}
+	rtt = p.RTT(rtt)
 	if pp.self > 0 {
 		c.selfSum += min(pp.self, rtt)
 		c.selfN++
 		rtt -= pp.self
 	}
 	rtt = max(rtt, 0)
-	c.settle(probeResult{rtt: rtt})
+	c.window.Answered(rtt)
 	return rtt, nil
-}
-
-func (c *Classifier) settle(r probeResult) {
-	c.window[c.head] = r
-	c.head++
-	if c.head == len(c.window) {
-		c.head, c.full = 0, true
-	}
 }
 
 // expire settles every ping older than the timeout as lost.
@@ -219,7 +202,7 @@ func (c *Classifier) expire(now time.Time) {
 	for seq, pp := range c.pending {
 		if now.Sub(pp.at) > c.cfg.ProbeTimeout {
 			delete(c.pending, seq)
-			c.settle(probeResult{lost: true})
+			c.window.Lost()
 		}
 	}
 }
@@ -302,28 +285,8 @@ func (c *Classifier) explainedLocked(r Reading, lag time.Duration) bool {
 }
 
 func (c *Classifier) readingLocked() Reading {
-	n := c.head
-	if c.full {
-		n = len(c.window)
-	}
-	var r Reading
-	var sum time.Duration
-	lost := 0
-	for _, p := range c.window[:n] {
-		if p.lost {
-			lost++
-			continue
-		}
-		sum += p.rtt
-		r.Replies++
-	}
-	r.Samples = n
-	if r.Replies > 0 {
-		r.RTT = sum / time.Duration(r.Replies)
-	}
-	if n > 0 {
-		r.Loss = float64(lost) / float64(n)
-	}
+	w := c.window.Stats()
+	r := Reading{RTT: w.RTT, Loss: w.Loss, Samples: w.Samples, Replies: w.Replies}
 	if c.cfg.TCPInfo && c.tcp != nil {
 		r.RTT = max(r.RTT, c.tcp.RTT)
 		r.Loss = max(r.Loss, c.tcp.retransRatio)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/probe"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -146,7 +147,7 @@ func TestClassifierProbeLoop(t *testing.T) {
 				n++
 				if lossEvery == 0 || n%lossEvery != 0 {
 					devClock += 1000
-					pong, err := bridge.Respond(ping, devClock, devClock+500_000) // 0.5 ms in the device
+					pong, err := probe.Respond(ping, devClock, devClock+500_000) // 0.5 ms in the device
 					require.NoError(t, err)
 					q = append(q, inflight{pong, now.Add(rtt + 500*time.Microsecond)})
 				}
@@ -182,8 +183,8 @@ func TestClassifierPongErrors(t *testing.T) {
 	c := bridge.NewClassifier(paperConfig(), t0)
 	ping := c.Ping(t0)
 	_, err := c.Pong(ping, t0)
-	require.ErrorIs(t, err, bridge.ErrProbeKind)
-	pong, err := bridge.Respond(ping, 1, 2)
+	require.ErrorIs(t, err, probe.ErrKind)
+	pong, err := probe.Respond(ping, 1, 2)
 	require.NoError(t, err)
 	_, err = c.Pong(pong, t0.Add(2*time.Second))
 	require.ErrorIs(t, err, bridge.ErrUnexpectedPong, "after the timeout")
@@ -206,7 +207,7 @@ func TestClassifierTCPInfo(t *testing.T) {
 	cfg.MinSamples = 1
 	c := bridge.NewClassifier(cfg, t0)
 	ping := c.Ping(t0)
-	pong, _ := bridge.Respond(ping, 0, 0)
+	pong, _ := probe.Respond(ping, 0, 0)
 	_, err := c.Pong(pong, t0.Add(5*ms))
 	require.NoError(t, err)
 	c.ObserveTCP(bridge.TCPInfo{RTT: 80 * ms, SegsOut: 100, TotalRetrans: 0})
@@ -256,19 +257,19 @@ func TestGatewayUsesTCPInfo(t *testing.T) {
 		sink.respond = func(key string, ping []byte) {
 			go func() { // a sleeping goroutine, not time.AfterFunc: see guard_internal_test.go
 				time.Sleep(5 * ms)
-				pong, _ := bridge.Respond(ping, 0, 0)
-				_ = g.HandlePong(bridge.PongKey("arm"), pong)
+				pong, _ := probe.Respond(ping, 0, 0)
+				_ = g.HandlePong(probe.PongKey("arm"), pong)
 			}()
 		}
 		d, _ := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
-		d.DeclareSubscriber(bridge.PingKey("arm"))
+		d.DeclareSubscriber(probe.PingKey("arm"))
 		g.Run()
 		time.Sleep(5 * time.Second)
 		st := d.Classifier().Status()
 		require.Equal(t, 90*ms, st.Reading.RTT)
 		require.Equal(t, bridge.ClassNoncritical, st.Class)
-		pong, _ := bridge.Respond(bridge.Probe{Kind: bridge.ProbePing}.Append(nil), 0, 0)
-		require.Error(t, g.HandlePong(bridge.PongKey("nobody"), pong))
+		pong, _ := probe.Respond(probe.Message{Kind: probe.Ping}.Append(nil), 0, 0)
+		require.Error(t, g.HandlePong(probe.PongKey("nobody"), pong))
 		require.Error(t, g.HandlePong("scan", pong))
 		require.NoError(t, g.Close())
 	})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -763,9 +764,9 @@ func checkEndpoint(e string) error {
 }
 
 var (
-	deviceNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	namespaceRE  = regexp.MustCompile(`^(/|(/[A-Za-z_][A-Za-z0-9_]*)+)$`)
+	namespaceRE = regexp.MustCompile(`^(/|(/[A-Za-z_][A-Za-z0-9_]*)+)$`)
 )
 
-func validDeviceName(s string) bool { return deviceNameRE.MatchString(s) }
+// validDeviceName is the device name rule of the probe keys (probe.ValidDeviceName).
+func validDeviceName(s string) bool { return probe.ValidDeviceName(s) }
 func validNamespace(s string) bool  { return namespaceRE.MatchString(s) }

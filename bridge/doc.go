@@ -1,7 +1,9 @@
 // Package bridge is picobridge's policy core: it sits between the DDS side
 // (package ddspath) and the Zenoh router (package zenohpath) and decides,
 // per zenoh-pico device, what is sent, on which lane, how fast, and what is
-// dropped and why. It knows nothing of the wire: the lead adapts the router
+// dropped and why. A device's two lanes are the mission's critical express
+// path (LaneExpress) and batched noncritical path (LaneBatched); they have
+// nothing to do with the CI test lane (package testlane, docs/lane.md). It knows nothing of the wire: the lead adapts the router
 // and DDS to the small interfaces declared here.
 //
 // The pieces (one file each):
@@ -29,8 +31,10 @@
 //     ready FIFO, a few workers, one timer heap): no goroutine per device.
 //   - health.go: the gateway-health guard (wake-up lag, CPU steal, load):
 //     readings the gateway's own lag explains are not applied.
-//   - probe.go: the probe protocol (docs/probe.md) and the device responder.
-//   - classifier.go: per-device classifier (Adaptive Bridge paper).
+//   - classifier.go: per-device classifier (Adaptive Bridge paper): the
+//     policy over the probe protocol, whose keys, codec and RTT/loss window
+//     are package probe (probekeys.go forwards a few names until item 3 of
+//     docs/architecture.md).
 //   - supervisor.go: NORMAL / DEGRADED / EMERGENCY with hysteresis.
 //   - gateway.go: Gateway and Device: attach/detach, subscriptions,
 //     Publish (ingress, never blocks), probes, evaluations.
@@ -42,8 +46,8 @@
 // TxRateSetter), and the
 // calls Gateway.Attach / Device.Detach on session open/close,
 // Device.DeclareSubscriber / UndeclareSubscriber on declarations (a
-// subscription to PingKey(name) announces the device's name),
-// Gateway.HandlePong for publications on PongSubscription, and
+// subscription to probe.PingKey(name) announces the device's name),
+// Gateway.HandlePong for publications on probe.PongSubscription, and
 // Gateway.Publish for every sample from DDS (Routes.Resolve at discovery)
 // or upstream Zenoh (Gateway.RouteForKey) toward devices.
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/probe"
 )
 
 // The docs paste the default configuration and list every metric and drop
@@ -47,8 +48,8 @@ func TestDocsMatchCode(t *testing.T) {
 		require.Contains(t, metrics, "`"+r.String()+"`")
 		require.Contains(t, read("../docs/bridge.md"), "`"+r.String()+"`")
 	}
-	probe := read("../docs/probe.md")
-	require.Contains(t, probe, bridge.PingKey("<device>"))
-	require.Contains(t, probe, bridge.PongSubscription)
-	require.True(t, strings.Contains(probe, "32 bytes") && bridge.ProbeSize == 32)
+	doc := read("../docs/probe.md")
+	require.Contains(t, doc, probe.PingKey("<device>"))
+	require.Contains(t, doc, probe.PongSubscription)
+	require.True(t, strings.Contains(doc, "32 bytes") && probe.Size == 32)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/firmware"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 )
 
 // fakeSink records what a device receives, with the time it arrived.
@@ -358,17 +359,17 @@ func TestProbeLoopClassifiesDevice(t *testing.T) {
 		rtt := 5 * time.Millisecond
 		sink := &fakeSink{}
 		sink.respond = func(key string, ping []byte) {
-			dev, kind, ok := bridge.ParseProbeKey(key) // the gateway's goroutine: assert, not require
+			dev, kind, ok := probe.ParseKey(key) // the gateway's goroutine: assert, not require
 			assert.True(t, ok)
-			assert.Equal(t, bridge.ProbePing, kind)
+			assert.Equal(t, probe.Ping, kind)
 			mu.Lock()
 			delay := rtt
 			mu.Unlock()
 			go func() { // a sleeping goroutine, not time.AfterFunc: see guard_internal_test.go
 				time.Sleep(delay)
-				pong, err := bridge.Respond(ping, 0, 0)
+				pong, err := probe.Respond(ping, 0, 0)
 				if err == nil {
-					_ = g.HandlePong(bridge.PongKey(dev), pong)
+					_ = g.HandlePong(probe.PongKey(dev), pong)
 				}
 			}()
 		}
@@ -378,7 +379,7 @@ func TestProbeLoopClassifiesDevice(t *testing.T) {
 		sink.mu.Lock()
 		require.Zero(t, sink.probes, "no responder, no probes")
 		sink.mu.Unlock()
-		d.DeclareSubscriber(bridge.PingKey("arm")) // the responder comes up
+		d.DeclareSubscriber(probe.PingKey("arm")) // the responder comes up
 		time.Sleep(14 * time.Second)
 		st := d.Classifier().Status()
 		require.Equal(t, bridge.ClassCritical, st.State)
@@ -485,7 +486,7 @@ func TestAnnounceAppliesConfiguration(t *testing.T) {
 	d, err := g.Attach(bridge.DeviceIdentity{ZID: "ff01"}, &fakeSink{})
 	require.NoError(t, err)
 	require.Equal(t, "zid-ff01", d.Name())
-	d.DeclareSubscriber(bridge.PingKey("lidar"))
+	d.DeclareSubscriber(probe.PingKey("lidar"))
 	require.Equal(t, "lidar", d.Name())
 	require.Equal(t, bridge.ClassNoncritical, d.Classifier().Class())
 	require.True(t, d.Capacity().PerFdTxCeiling, "zephyr profile applied")
@@ -659,18 +660,18 @@ func TestConcurrentUse(t *testing.T) {
 		for i := range 50 {
 			sink := &fakeSink{}
 			sink.respond = func(key string, ping []byte) {
-				dev, _, _ := bridge.ParseProbeKey(key)
-				pong, _ := bridge.Respond(ping, 0, 0)
-				_ = g.HandlePong(bridge.PongKey(dev), pong)
+				dev, _, _ := probe.ParseKey(key)
+				pong, _ := probe.Respond(ping, 0, 0)
+				_ = g.HandlePong(probe.PongKey(dev), pong)
 			}
 			d, err := g.Attach(bridge.DeviceIdentity{ZID: []string{"a1", "b2", "c3"}[i%3]}, sink)
 			if !assert.NoError(t, err) { // not require: this is not the test's goroutine
 				return
 			}
 			d.DeclareSubscriber("**")
-			d.DeclareSubscriber(bridge.PingKey("lidar"))
+			d.DeclareSubscriber(probe.PingKey("lidar"))
 			if i%5 == 0 {
-				d.UndeclareSubscriber(bridge.PingKey("lidar"))
+				d.UndeclareSubscriber(probe.PingKey("lidar"))
 			}
 			d.SetOverride([]bridge.ClassOverride{bridge.OverrideAuto, bridge.OverrideNoncritical}[i%2])
 			_ = g.Devicez(bridge.DevicezOptions{Transitions: true})

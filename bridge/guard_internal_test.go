@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/firmware"
+	"github.com/picobridge/picobridge/probe"
 )
 
 // pongSink answers every ping after a delay, as a device would whose pongs
@@ -27,15 +28,15 @@ func (s *pongSink) SendProbe(key string, ping []byte) error {
 	s.mu.Lock()
 	s.pings++
 	s.mu.Unlock()
-	name, _, _ := ParseProbeKey(key)
+	name, _, _ := probe.ParseKey(key)
 	// A goroutine that sleeps, not time.AfterFunc: under the race detector
 	// an AfterFunc fired by a synctest bubble's timers starts its goroutine
 	// from g0's race context, and Go 1.26.8's race runtime crashed there
 	// (SIGSEGV in its StackDepot) in about half of the runs of this test.
 	go func() {
 		time.Sleep(s.delay)
-		if pong, err := Respond(ping, 0, 0); err == nil {
-			_ = s.g.HandlePong(PongKey(name), pong)
+		if pong, err := probe.Respond(ping, 0, 0); err == nil {
+			_ = s.g.HandlePong(probe.PongKey(name), pong)
 		}
 	}()
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/probe"
 )
 
 // A device changes class at most once per classifier.dwell (invariant 8):
@@ -69,7 +70,7 @@ func fillWindow(t *testing.T, c *bridge.Classifier, start time.Time, n int, rtt,
 	now := start
 	for range n {
 		ping := c.PingAfter(now, self)
-		pong, err := bridge.Respond(ping, 0, 0)
+		pong, err := probe.Respond(ping, 0, 0)
 		require.NoError(t, err)
 		_, err = c.Pong(pong, now.Add(rtt))
 		require.NoError(t, err)
@@ -149,19 +150,19 @@ func TestGatewayGuardCPUSteal(t *testing.T) {
 		rtt.Store(int64(5 * ms))
 		sink := &fakeSink{}
 		sink.respond = func(key string, ping []byte) {
-			dev, _, _ := bridge.ParseProbeKey(key)
+			dev, _, _ := probe.ParseKey(key)
 			delay := time.Duration(rtt.Load())
 			go func() { // a sleeping goroutine, not time.AfterFunc: see guard_internal_test.go
 				time.Sleep(delay)
-				pong, err := bridge.Respond(ping, 0, 0)
+				pong, err := probe.Respond(ping, 0, 0)
 				if err == nil {
-					_ = g.HandlePong(bridge.PongKey(dev), pong)
+					_ = g.HandlePong(probe.PongKey(dev), pong)
 				}
 			}()
 		}
 		d, err := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
 		require.NoError(t, err)
-		d.DeclareSubscriber(bridge.PingKey("arm"))
+		d.DeclareSubscriber(probe.PingKey("arm"))
 		g.Run()
 		time.Sleep(14 * time.Second)
 		require.Equal(t, bridge.ClassCritical, d.Classifier().Status().State)
@@ -223,7 +224,7 @@ func TestProbeBudgetSpreadsProbes(t *testing.T) {
 			sinks[i] = &fakeSink{}
 			d, err := g.Attach(bridge.DeviceIdentity{ZID: fmt.Sprintf("c%d", i)}, sinks[i])
 			require.NoError(t, err)
-			d.DeclareSubscriber(bridge.PingKey(fmt.Sprintf("dev%d", i)))
+			d.DeclareSubscriber(probe.PingKey(fmt.Sprintf("dev%d", i)))
 		}
 		g.Run()
 		time.Sleep(10*time.Second + time.Millisecond)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 )
 
 // callSink records the time and kind of every call a device's lanes and
@@ -79,11 +80,11 @@ func TestNativeSimReceivesAtProducerRate(t *testing.T) {
 		g := newGateway(t, testConfig(t, twoDevices), nil)
 		sink := &callSink{}
 		sink.respond = func(key string, ping []byte) {
-			dev, _, _ := bridge.ParseProbeKey(key)
+			dev, _, _ := probe.ParseKey(key)
 			go func() { // a sleeping goroutine, not time.AfterFunc: see guard_internal_test.go
 				time.Sleep(5 * time.Millisecond)
-				if pong, err := bridge.Respond(ping, 0, 0); err == nil {
-					_ = g.HandlePong(bridge.PongKey(dev), pong)
+				if pong, err := probe.Respond(ping, 0, 0); err == nil {
+					_ = g.HandlePong(probe.PongKey(dev), pong)
 				}
 			}()
 		}
@@ -93,7 +94,7 @@ func TestNativeSimReceivesAtProducerRate(t *testing.T) {
 		require.Equal(t, 100*time.Millisecond, d.Capacity().SocketWindow)
 		d.DeclareSubscriber("cmd_vel")
 		d.DeclareSubscriber("scan")
-		d.DeclareSubscriber(bridge.PingKey("imu"))
+		d.DeclareSubscriber(probe.PingKey("imu"))
 		g.Run()
 		cmd, scan := route(t, g, "/cmd_vel"), route(t, g, "/scan")
 		require.Equal(t, bridge.LaneExpress, d.Lane(cmd.Criticality))

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/picobridge/picobridge/ddspath/fastddspeer"
+	"github.com/picobridge/picobridge/internal/fastddspeer"
 	"github.com/stretchr/testify/require"
 )
 

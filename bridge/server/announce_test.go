@@ -14,6 +14,7 @@ import (
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/firmware"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -71,7 +72,7 @@ devices:
 	cat := nativeSimResolved(t)
 	a := knobs.AnnouncementOf(cat)
 	a.BatchUnicastSize, a.FragMaxSize = 2048, 8192
-	require.NoError(t, dev.Put(bridge.KnobsKey("dev1"), a.Append(nil), nil))
+	require.NoError(t, dev.Put(probe.KnobsKey("dev1"), a.Append(nil), nil))
 	eventually(t, "profile from the announcement", func() bool {
 		d := s.Gateway().Devicez(bridge.DevicezOptions{Device: "dev1"}).Devices[0]
 		return d.KnobSource == "device"
@@ -88,7 +89,7 @@ devices:
 	require.Contains(t, logs.String(), `knob=zenoh.wire.frag_max_size announced=8192 configured=2048 configured_by=builtin`)
 
 	// A bad payload is refused and changes nothing.
-	require.NoError(t, dev.Put(bridge.KnobsKey("dev1"), []byte{1, 3, 0}, nil))
+	require.NoError(t, dev.Put(probe.KnobsKey("dev1"), []byte{1, 3, 0}, nil))
 	eventually(t, "refusal logged", func() bool { return strings.Contains(logs.String(), "knob announcement refused") })
 	require.Equal(t, 8192, s.Gateway().Devicez(bridge.DevicezOptions{Device: "dev1"}).Devices[0].Capacity.MaxMessageBytes)
 }

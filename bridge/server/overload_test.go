@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/bridge"
-	"github.com/picobridge/picobridge/eval/linkemu"
+	"github.com/picobridge/picobridge/sim/linkemu"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -46,7 +46,7 @@ func (c *seqCounter) get() (crit, dups, bulk int) {
 // The overloaded-device scenario of issue 10 (shortened): a critical route
 // at 30 Hz × 1.5 kB and 10 bulk keys (one wildcard subscription) at 10 Hz ×
 // 5 kB each, 545 kB/s offered to a device behind a 2 Mbit/s link
-// (eval/linkemu, 250 kB/s) whose link budget is configured
+// (sim/linkemu, 250 kB/s) whose link budget is configured
 // (devices.list[].link_bytes_per_s), and to a healthy device on plain
 // loopback. The overloaded device keeps its critical route (≥ 99 %
 // delivered, express lane), changes class at most once, and every bulk

@@ -45,6 +45,7 @@ import (
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/firmware"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
 	"github.com/picobridge/picobridge/zenohpath/transport"
@@ -210,14 +211,14 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if s.probes, err = zenohpath.Open(ctx, zenohpath.Config{Router: s.router}); err != nil {
 		return nil, err
 	}
-	if _, err = s.probes.DeclareSubscriber(bridge.PongSubscription, func(smp zenohpath.Sample) {
+	if _, err = s.probes.DeclareSubscriber(probe.PongSubscription, func(smp zenohpath.Sample) {
 		if err := s.gw.HandlePong(smp.KeyExpr(), smp.Payload()); err != nil {
 			log.Debug("pong refused", "key", smp.KeyExpr(), "err", err)
 		}
 	}); err != nil {
 		return nil, err
 	}
-	if _, err = s.probes.DeclareSubscriber(bridge.KnobsSubscription, func(smp zenohpath.Sample) {
+	if _, err = s.probes.DeclareSubscriber(probe.KnobsSubscription, func(smp zenohpath.Sample) {
 		if err := s.gw.HandleKnobs(smp.KeyExpr(), smp.Payload()); err != nil {
 			log.Warn("knob announcement refused", "key", smp.KeyExpr(), "err", err)
 		}

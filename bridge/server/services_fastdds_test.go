@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/picobridge/picobridge/ddspath/fastddspeer"
+	"github.com/picobridge/picobridge/internal/fastddspeer"
 	"github.com/picobridge/picobridge/internal/interop"
 	"github.com/picobridge/picobridge/zenohpath"
 )

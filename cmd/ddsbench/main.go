@@ -11,7 +11,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/picobridge/picobridge/ddspath/ddsbench"
+	"github.com/picobridge/picobridge/eval/ddsbench"
 )
 
 func main() {

@@ -29,8 +29,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/picobridge/picobridge/firmware/devsim"
 	"github.com/picobridge/picobridge/internal/cli"
+	"github.com/picobridge/picobridge/sim/devsim"
 )
 
 func main() {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/ddspath/ros2"
-	"github.com/picobridge/picobridge/firmware/devsim"
+	"github.com/picobridge/picobridge/sim/devsim"
 	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )

@@ -49,7 +49,7 @@ func main() {
 	defer stop()
 	rep, err := egress.Run(ctx, o, scs)
 	if rep != nil {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("picobridge: %s. Devices and publishers: Go zenohpath client sessions in the runner; impaired devices through eval/linkemu (rate both ways, queue %d B per direction, no loss, no delay). Latency = receive − send time in the payload (one clock).", *bin, *queue))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("picobridge: %s. Devices and publishers: Go zenohpath client sessions in the runner; impaired devices through sim/linkemu (rate both ways, queue %d B per direction, no loss, no delay). Latency = receive − send time in the payload (one clock).", *bin, *queue))
 		if werr := benchkit.Emit(rep.Markdown(), *out); werr != nil {
 			benchkit.Fail(cmd, 1, werr)
 		}

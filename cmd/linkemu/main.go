@@ -1,6 +1,6 @@
 // Command linkemu impairs one simulated device's link: a userspace UDP or
 // TCP proxy on loopback that applies a Gilbert–Elliott loss model, delay
-// with jitter and a bandwidth limit (package eval/linkemu), prints its
+// with jitter and a bandwidth limit (package sim/linkemu), prints its
 // counters periodically and the loss it produced at exit.
 //
 //	linkemu --listen tcp/127.0.0.1:17447 --upstream tcp/127.0.0.1:7447 --profile moderate [--seed 1] [--toggle 60s] [--stats 1s]
@@ -26,8 +26,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/internal/cli"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 type options struct {
@@ -72,7 +72,7 @@ it produced next to the loss the profile should produce.`,
 	f.StringVar(&o.listen, "listen", "", "where the device connects: tcp/<127.x.x.x>:<port> or udp/... (required)")
 	f.StringVar(&o.upstream, "upstream", "", "the gateway's endpoint, same protocol, loopback (required)")
 	f.StringVar(&o.profile, "profile", "clean", "impairment profile: "+strings.Join(linkemu.ProfileNames(), ", ")+" (or one of --profiles)")
-	f.StringVar(&o.profilesFile, "profiles", "", "YAML file of extra profiles, in the format of eval/linkemu/profiles.yaml")
+	f.StringVar(&o.profilesFile, "profiles", "", "YAML file of extra profiles, in the format of sim/linkemu/profiles.yaml")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of every random source (same seed and traffic: same losses)")
 	f.DurationVar(&o.toggle, "toggle", 0, "switch --profile on and off every this long (evaluation: 60s); 0 = always on")
 	f.StringVar(&o.toggleStart, "toggle-start", "off", "with --toggle: phase to start in, on or off")

@@ -18,9 +18,10 @@ import (
 
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/bridge/server"
-	"github.com/picobridge/picobridge/firmware/devsim"
 	"github.com/picobridge/picobridge/internal/cli"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
+	"github.com/picobridge/picobridge/sim/devsim"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -48,7 +49,7 @@ devices:
 	require.Eventually(t, func() bool { return s.Gateway().Device("imu1") != nil }, 10*time.Second, 10*time.Millisecond)
 	a := knobs.AnnouncementOf(s.Gateway().Device("imu1").Resolved())
 	a.FragMaxSize = 4096
-	require.NoError(t, dev.Put(bridge.KnobsKey("imu1"), a.Append(nil), nil))
+	require.NoError(t, dev.Put(probe.KnobsKey("imu1"), a.Append(nil), nil))
 	require.Eventually(t, func() bool { return s.Gateway().Device("imu1").Announced() }, 10*time.Second, 10*time.Millisecond)
 
 	out, err := run(t, "knobs", "explain", "--gateway", s.HTTPAddr(), "--device", "imu1")

@@ -11,7 +11,7 @@ import (
 
 	"github.com/picobridge/picobridge/internal/cli"
 	"github.com/picobridge/picobridge/knobs"
-	"github.com/picobridge/picobridge/lane"
+	"github.com/picobridge/picobridge/testlane"
 )
 
 func init() { subcommands = append(subcommands, newLaneCommand) }
@@ -47,7 +47,7 @@ passed, 1 a check failed, 2 a bad expectations file, knob selection or flag.`,
 			if err != nil {
 				return readError(expect, "--expect", "expectations file", err)
 			}
-			e, err := lane.ParseExpectations(expect, data)
+			e, err := testlane.ParseExpectations(expect, data)
 			if err != nil {
 				return err
 			}
@@ -55,7 +55,7 @@ passed, 1 a check failed, 2 a bad expectations file, knob selection or flag.`,
 			if processEnv {
 				extra = knobs.ProcessEnv(os.Environ())
 			}
-			r, err := lane.Resolve(e, extra)
+			r, err := testlane.Resolve(e, extra)
 			if err != nil {
 				return err
 			}
@@ -66,15 +66,15 @@ passed, 1 a check failed, 2 a bad expectations file, knob selection or flag.`,
 				level = slog.LevelInfo
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			cfg := lane.Config{Expect: e, Resolved: r, Listen: listen, Command: args, Logger: log}
+			cfg := testlane.Config{Expect: e, Resolved: r, Listen: listen, Command: args, Logger: log}
 			if verbose {
 				cfg.DeviceOutput = cmd.ErrOrStderr()
 			}
-			rep, err := lane.Run(ctx, cfg)
+			rep, err := testlane.Run(ctx, cfg)
 			if err != nil {
 				return err
 			}
-			if err := lane.WriteSummary(cmd.OutOrStdout(), rep); err != nil {
+			if err := testlane.WriteSummary(cmd.OutOrStdout(), rep); err != nil {
 				return err
 			}
 			if junit != "" {
@@ -82,7 +82,7 @@ passed, 1 a check failed, 2 a bad expectations file, knob selection or flag.`,
 				if err != nil {
 					return err
 				}
-				if err := lane.WriteJUnit(f, rep); err != nil {
+				if err := testlane.WriteJUnit(f, rep); err != nil {
 					_ = f.Close()
 					return err
 				}
@@ -97,7 +97,7 @@ passed, 1 a check failed, 2 a bad expectations file, knob selection or flag.`,
 		},
 	}
 	cmd.Flags().StringVar(&expect, "expect", "", "expectations YAML file (docs/lane.md)")
-	cmd.Flags().StringVar(&listen, "listen", lane.DefaultListen, "host:port the device connects to (TCP)")
+	cmd.Flags().StringVar(&listen, "listen", testlane.DefaultListen, "host:port the device connects to (TCP)")
 	cmd.Flags().StringVar(&junit, "junit", "", "write a JUnit XML report to this file")
 	cmd.Flags().BoolVar(&processEnv, "process-env", false, "also read NROS_*, ZPICO_* and CONFIG_NROS_* knobs from the process environment (env rung, after the file's)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log progress and copy the device's output to stderr")

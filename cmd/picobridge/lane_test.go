@@ -12,7 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/picobridge/picobridge/knobs"
-	"github.com/picobridge/picobridge/lane"
+	"github.com/picobridge/picobridge/testlane"
 )
 
 // TestLaneBadExpectations: a bad file is exit status 2 with file, line,
@@ -122,9 +122,9 @@ func TestLaneDocsJob(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(b), 0o644))
 	}
 	laneYAML := filepath.Join(dir, "lane.yaml")
-	e, err := lane.ParseExpectations(laneYAML, []byte(block("# app/lane.yaml")))
+	e, err := testlane.ParseExpectations(laneYAML, []byte(block("# app/lane.yaml")))
 	require.NoError(t, err)
-	r, err := lane.Resolve(e, nil)
+	r, err := testlane.Resolve(e, nil)
 	require.NoError(t, err)
 	require.Equal(t, "native_sim", r.Board.Name())
 	require.Equal(t, "kconfig CONFIG_NROS_ZENOH_TX_BATCH ("+filepath.Join(dir, "prj.conf")+":11)", r.Get(knobs.TxBatch).Source.String())

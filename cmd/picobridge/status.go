@@ -17,6 +17,7 @@ import (
 
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/bridge/server"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -259,7 +260,7 @@ func printDevicez(w io.Writer, dz devicezJSON, transitions bool) {
 		ex, ba := d.Lanes["express"], d.Lanes["batched"]
 		var subs []string
 		for _, s := range d.Subscriptions {
-			if !strings.HasPrefix(s, bridge.ProbePrefix) {
+			if !strings.HasPrefix(s, probe.Prefix) {
 				subs = append(subs, s)
 			}
 		}

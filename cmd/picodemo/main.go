@@ -27,8 +27,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/picobridge/picobridge/eval/demo"
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/internal/cli"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 // exitRunFailed is the status of a run that failed for a reason other than

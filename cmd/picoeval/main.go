@@ -23,9 +23,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/picobridge/picobridge/ddspath/rosbag/rosbagtest"
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/eval/runner"
 	"github.com/picobridge/picobridge/internal/cli"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 // experiments are the ids --only accepts.

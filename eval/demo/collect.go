@@ -8,7 +8,7 @@ import (
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/ddspath/replay"
 	"github.com/picobridge/picobridge/ddspath/ros2"
-	"github.com/picobridge/picobridge/firmware/devsim"
+	"github.com/picobridge/picobridge/sim/devsim"
 )
 
 // recordingSink wraps the DDS sink and records, per topic, every write

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/picobridge/picobridge/bridge"
-	"github.com/picobridge/picobridge/firmware/devsim"
+	"github.com/picobridge/picobridge/sim/devsim"
 )
 
 // Bag is the recording the demo replays, inside the mumble_rplidar_imu data set.

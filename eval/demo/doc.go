@@ -14,7 +14,7 @@
 //     impaired device is demoted within the run;
 //  3. starts a linkemu TCP proxy (profile moderate by default) in front of
 //     the gateway for the impaired device;
-//  4. starts the fleet (firmware/devsim): zephyr1 (zephyr/nucleo_f429zi,
+//  4. starts the fleet (sim/devsim): zephyr1 (zephyr/nucleo_f429zi,
 //     firmware tuned for the traffic) subscribed to scan and imu_data,
 //     sim1 (zephyr/native_sim, stock knobs) subscribed to imu_data, esp1
 //     (freertos/esp32) behind the proxy subscribed to scan;

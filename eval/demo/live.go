@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/picobridge/picobridge/bridge"
-	"github.com/picobridge/picobridge/firmware/devsim"
+	"github.com/picobridge/picobridge/sim/devsim"
 )
 
 // live prints the per-device status once per second: one plain line per

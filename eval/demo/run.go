@@ -20,8 +20,8 @@ import (
 	"github.com/picobridge/picobridge/ddspath/replay"
 	"github.com/picobridge/picobridge/ddspath/replay/ddssink"
 	"github.com/picobridge/picobridge/ddspath/rosbag"
-	"github.com/picobridge/picobridge/eval/linkemu"
-	"github.com/picobridge/picobridge/firmware/devsim"
+	"github.com/picobridge/picobridge/sim/devsim"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 // Result is what a run measured (summary.json).

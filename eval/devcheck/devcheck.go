@@ -15,7 +15,7 @@
 //     firmware/zephyrfd shim (Zephyr's per-fd lock) with the locator's tout
 //     = the window. Latency: CLOCK_REALTIME in the subscriber callback (the
 //     read task) − stamp.
-//   - "devsim": a firmware/devsim device in this process, platform zephyr,
+//   - "devsim": a sim/devsim device in this process, platform zephyr,
 //     board native_sim, knobs matching the pico build: socket_timeout_ms =
 //     the window, TX batch and split lock off (upstream zenoh-pico has no
 //     flush thread), batch 2048, frag 4096. Latency: SampleEvent.Received
@@ -42,10 +42,10 @@ import (
 	"time"
 
 	"github.com/picobridge/picobridge/ddspath/ros2"
-	"github.com/picobridge/picobridge/firmware/devsim"
 	"github.com/picobridge/picobridge/firmware/responder"
 	"github.com/picobridge/picobridge/firmware/rxtx"
 	"github.com/picobridge/picobridge/firmware/zephyrfd"
+	"github.com/picobridge/picobridge/sim/devsim"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/picobridge/picobridge/ddspath/ros2"
 	"github.com/picobridge/picobridge/eval/devcheck"
-	"github.com/picobridge/picobridge/firmware/devsim"
 	"github.com/picobridge/picobridge/firmware/responder"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/sim/devsim"
 )
 
 func TestSummarizeNearestRank(t *testing.T) {

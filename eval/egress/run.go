@@ -18,8 +18,8 @@ import (
 
 	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/eval/benchkit"
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/eval/zbench"
+	"github.com/picobridge/picobridge/sim/linkemu"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 

@@ -5,7 +5,7 @@
 // mode through eval/zbench's zbench.py) — every one a child process started from a binary
 // path, so the same runner measures an old build and a new one. Publishers and devices are
 // Go zenohpath client sessions in the runner's process; a device's link can go through
-// eval/linkemu (in the runner's process) at a given bit rate. Latency is receive time − the
+// sim/linkemu (in the runner's process) at a given bit rate. Latency is receive time − the
 // send time written into the payload, both from this host's clock. See docs/egressbench.md.
 package egress
 
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/picobridge/picobridge/eval/benchkit"
-	"github.com/picobridge/picobridge/eval/linkemu"
+	"github.com/picobridge/picobridge/sim/linkemu"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 

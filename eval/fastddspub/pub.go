@@ -1,7 +1,7 @@
 // Package fastddspub builds and drives fastddspub (src/pub.cpp, embedded): a Fast DDS 2.9
 // RELIABLE KEEP_ALL publisher with a chosen resource_limits.max_samples and
 // max_blocking_time, fed sample by sample over stdin. picoeval uses it for the Fast DDS
-// variant of experiment 1, whose writer QoS the general-purpose ddspath/fastddspeer cannot set.
+// variant of experiment 1, whose writer QoS the general-purpose internal/fastddspeer cannot set.
 package fastddspub
 
 import (
@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/picobridge/picobridge/ddspath/fastddspeer"
+	"github.com/picobridge/picobridge/internal/fastddspeer"
 )
 
 // Source is the C++ source of the publisher.

@@ -21,9 +21,9 @@ import (
 
 	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/eval/demo"
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/eval/measure"
-	"github.com/picobridge/picobridge/firmware/devsim"
+	"github.com/picobridge/picobridge/sim/devsim"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 // bridgeVariant selects what a picobridge run measures.
@@ -118,7 +118,7 @@ func getDevicez(addr string) (devicezDoc, error) {
 // device names in the gateway's devices.list → consumer names in the CSV.
 var deviceConsumer = map[string]string{"crit": Critical, "slow": Impaired}
 
-// The picobridge devices of exp3/4/6 are firmware/devsim devices that obey their knobs (the
+// The picobridge devices of exp3/4/6 are sim/devsim devices that obey their knobs (the
 // receive ring, the batch size, the socket window): both are the demo's tuned Zephyr board
 // (eval/demo.TunedZephyrEnv: 5 ms socket window, 4096 B batches — firmware built for 30 Hz
 // LaserScans), so they differ only in their link. The gateway's devices.list names the same
@@ -175,7 +175,7 @@ func (d *deviceDrops) of(dev string) map[string]int {
 	return maps.Clone(d.n[dev])
 }
 
-// startDevice starts a simulated zenoh-pico device (firmware/devsim, with its probe responder)
+// startDevice starts a simulated zenoh-pico device (sim/devsim, with its probe responder)
 // connected to endpoint and subscribed to key; every LaserScan its application takes is
 // reported to rec (header stamp, delivery time) and every one it drops to drops.
 func startDevice(ctx context.Context, name, endpoint, key string, rec *Recorder, consumer string, drops *deviceDrops) (*devsim.Device, error) {
@@ -332,7 +332,7 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 		return err
 	}
 	time.Sleep(time.Second) // the DDS→Zenoh route and the devices' subscriptions settle
-	res.Notes = append(res.Notes, "publisher: Cyclone RELIABLE KEEP_ALL, max_blocking_time ∞; gateway: `picobridge run` (route /scan critical, default classifier and lanes"+map[bool]string{true: ", classifier disabled", false: ""}[v == bridgeNoClassifier]+"); devices: firmware/devsim "+devPlatform+"/"+devBoard+" (tuned: 5 ms socket window, 4096 B batches) with probe responders")
+	res.Notes = append(res.Notes, "publisher: Cyclone RELIABLE KEEP_ALL, max_blocking_time ∞; gateway: `picobridge run` (route /scan critical, default classifier and lanes"+map[bool]string{true: ", classifier disabled", false: ""}[v == bridgeNoClassifier]+"); devices: sim/devsim "+devPlatform+"/"+devBoard+" (tuned: 5 ms socket window, 4096 B batches) with probe responders")
 
 	d := cfg.runDuration(level)
 	before, _ := measure.ProcUsage(gw.pid())

@@ -12,8 +12,8 @@ import (
 
 	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/eval/fastddspub"
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/eval/measure"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 // Settings of the DDS experiments.

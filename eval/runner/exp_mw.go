@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/eval/measure"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 // The middleware comparison (experiment "mw"; docs/eval.md "Middleware comparison"),

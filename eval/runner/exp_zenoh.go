@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/eval/measure"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 //go:embed zbench.py

@@ -17,8 +17,8 @@ import (
 
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/internal/testpki"
+	"github.com/picobridge/picobridge/sim/linkemu"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/transport"
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/picobridge/picobridge/ddspath"
-	"github.com/picobridge/picobridge/eval/linkemu"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 // Cyclone DDS through the userspace link emulator (docs/eval.md, "How DDS crosses

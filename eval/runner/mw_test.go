@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/internal/testpki"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 func TestMWNamesAndRates(t *testing.T) {

@@ -34,7 +34,7 @@ type Result struct {
 	Impairment   string         // how the impairment was applied
 	Notes        []string
 	// DeviceRecvP95Ms is the critical device's own share of the critical latency, p95 in ms:
-	// from its read task's callback to its application taking the sample (firmware/devsim
+	// from its read task's callback to its application taking the sample (sim/devsim
 	// DeviceReceive); set when HasDeviceRecv (runs with simulated devices).
 	DeviceRecvP95Ms float64
 	HasDeviceRecv   bool

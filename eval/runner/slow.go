@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/picobridge/picobridge/eval/linkemu"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 // slowConsumer turns an impairment profile into the service time of a consumer that takes

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/eval/measure"
 	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/sim/linkemu"
 )
 
 // TestSmokeQuick runs the quick profile of every runnable experiment at one impaired level

@@ -14,10 +14,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/firmware/responder"
 	"github.com/picobridge/picobridge/internal/interop"
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -208,14 +208,14 @@ func TestResponderAnnouncesKnobs(t *testing.T) {
 	require.NoError(t, err)
 	defer sess.Close()
 	got := make(chan zenohpath.Sample, 4)
-	_, err = sess.DeclareSubscriber(bridge.KnobsSubscription, func(s zenohpath.Sample) { got <- s })
+	_, err = sess.DeclareSubscriber(probe.KnobsSubscription, func(s zenohpath.Sample) { got <- s })
 	require.NoError(t, err)
 
 	dev := start(t, bin, "-m", "client", "-e", ln.Endpoint(), "-n", "ann1")
 	dev.WaitLine("ready", 10*time.Second)
 	select {
 	case s := <-got:
-		require.Equal(t, bridge.KnobsKey("ann1"), s.KeyExpr())
+		require.Equal(t, probe.KnobsKey("ann1"), s.KeyExpr())
 		require.Equal(t, want, hex.EncodeToString(s.Payload()))
 	case <-time.After(interop.Scale(5 * time.Second)):
 		t.Fatal("no knob announcement from the responder")

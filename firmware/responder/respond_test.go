@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/firmware/responder"
+	"github.com/picobridge/picobridge/probe"
 )
 
 // TestCompileWarnings compiles both C files with -Wall -Wextra -Werror
@@ -104,9 +104,9 @@ func buildHarness(t *testing.T, p responder.Pico) string {
 }
 
 // TestRespondMatchesBridge feeds the same pings and device times to the C
-// picobridge_probe_respond and to bridge.Respond and wants the same bytes
+// picobridge_probe_respond and to probe.Respond and wants the same bytes
 // (or both rejecting the input); the C key helpers must agree with
-// bridge.PingKey, PongKey and ParseProbeKey.
+// probe.PingKey, PongKey and ParseKey.
 func TestRespondMatchesBridge(t *testing.T) {
 	bin := buildHarness(t, pico(t))
 
@@ -117,13 +117,13 @@ func TestRespondMatchesBridge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var cases []respCase
 	for i := 0; i < 300; i++ {
-		p := bridge.Probe{Kind: bridge.ProbePing, Flags: uint16(rng.Uint32()), Seq: rng.Uint32(), GwSend: rng.Uint64()}
+		p := probe.Message{Kind: probe.Ping, Flags: uint16(rng.Uint32()), Seq: rng.Uint32(), GwSend: rng.Uint64()}
 		if i%10 == 0 { // a ping whose device fields are not zero: they are overwritten
 			p.DevRecv, p.DevSend = rng.Uint64(), rng.Uint64()
 		}
 		cases = append(cases, respCase{p.Append(nil), rng.Uint64(), rng.Uint64()})
 	}
-	valid := bridge.Probe{Kind: bridge.ProbePing, Seq: 7, GwSend: 1 << 40}.Append(nil)
+	valid := probe.Message{Kind: probe.Ping, Seq: 7, GwSend: 1 << 40}.Append(nil)
 	edge := []uint64{0, 1, 1<<63 - 1, 1 << 63, ^uint64(0)}
 	for _, r := range edge {
 		cases = append(cases, respCase{valid, r, ^r})
@@ -166,24 +166,24 @@ func TestRespondMatchesBridge(t *testing.T) {
 	require.Len(t, lines, len(cases)+len(names))
 
 	for i, c := range cases {
-		want, werr := bridge.Respond(c.ping, c.recv, c.send)
+		want, werr := probe.Respond(c.ping, c.recv, c.send)
 		if werr != nil {
 			require.Equal(t, "invalid", lines[i], "case %d: ping %x: Go rejects it (%v)", i, c.ping, werr)
 			continue
 		}
 		require.Equal(t, hex.EncodeToString(want), lines[i], "case %d: ping %x recv %d send %d", i, c.ping, c.recv, c.send)
-		p, err := bridge.DecodeProbe(want)
+		p, err := probe.Decode(want)
 		require.NoError(t, err)
-		require.Equal(t, bridge.ProbePong, p.Kind)
+		require.Equal(t, probe.Pong, p.Kind)
 		require.Equal(t, c.recv, binary.LittleEndian.Uint64(want[16:]))
 	}
 	for i, n := range names {
 		got := lines[len(cases)+i]
-		_, _, ok := bridge.ParseProbeKey(bridge.PingKey(n))
+		_, _, ok := probe.ParseKey(probe.PingKey(n))
 		if !ok {
 			require.Equal(t, "invalid", got, "name %q", n)
 			continue
 		}
-		require.Equal(t, bridge.PingKey(n)+" "+bridge.PongKey(n), got, "name %q", n)
+		require.Equal(t, probe.PingKey(n)+" "+probe.PongKey(n), got, "name %q", n)
 	}
 }

@@ -2,7 +2,7 @@
 // (docs/probe.md) for zenoh-pico: the C library picobridge_probe.c/.h and
 // the example program z_probe_responder.c in c/, embedded, and a helper
 // that compiles them against a zenoh-pico build with the system C compiler.
-// The Go reference responder is bridge.Respond; docs/responder.md describes
+// The Go reference responder is probe.Respond; docs/responder.md describes
 // the C API.
 //
 // Nothing here links zenoh-pico into Go: Build produces a separate

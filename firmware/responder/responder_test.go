@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/firmware/responder"
 	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -53,24 +53,24 @@ func newClient(t *testing.T, sess *zenohpath.Session, name string) *client {
 	t.Helper()
 	c := &client{t: t, name: name, pongs: make(chan pongRx, 4096), t0: time.Now()}
 	// Like the gateway: one subscription for every device's pongs.
-	_, err := sess.DeclareSubscriber(bridge.PongSubscription, func(s zenohpath.Sample) {
+	_, err := sess.DeclareSubscriber(probe.PongSubscription, func(s zenohpath.Sample) {
 		c.pongs <- pongRx{s, time.Now()}
 	})
 	require.NoError(t, err)
-	c.pub, err = sess.DeclarePublisher(bridge.PingKey(name), zenohpath.PublisherOptions{
+	c.pub, err = sess.DeclarePublisher(probe.PingKey(name), zenohpath.PublisherOptions{
 		Express: true, Priority: zenohpath.PriorityRealTime,
 		CongestionControl: zenohpath.CongestionControlDrop, Reliability: zenohpath.ReliabilityBestEffort,
 	})
 	require.NoError(t, err)
 	require.Eventually(t, c.pub.HasMatchingSubscribers, interop.Scale(5*time.Second), 5*time.Millisecond,
-		"the responder's subscription to %s never reached the client", bridge.PingKey(name))
+		"the responder's subscription to %s never reached the client", probe.PingKey(name))
 	return c
 }
 
 func (c *client) ping(seq uint32, flags uint16) pingTx {
 	c.t.Helper()
 	at := time.Now()
-	raw := bridge.Probe{Kind: bridge.ProbePing, Flags: flags, Seq: seq, GwSend: uint64(at.Sub(c.t0))}.Append(nil)
+	raw := probe.Message{Kind: probe.Ping, Flags: flags, Seq: seq, GwSend: uint64(at.Sub(c.t0))}.Append(nil)
 	require.NoError(c.t, c.pub.Put(raw, nil))
 	c.sent++
 	return pingTx{raw, at}
@@ -108,23 +108,23 @@ func (c *client) warmUp() {
 }
 
 // check asserts that got is the pong of sent, byte for byte what
-// bridge.Respond makes of the ping with the device's two timestamps, with
+// probe.Respond makes of the ping with the device's two timestamps, with
 // the pong QoS of docs/probe.md, and returns its RTT (device time removed)
 // and the decoded pong.
-func (c *client) check(sent pingTx, got pongRx) (time.Duration, bridge.Probe) {
+func (c *client) check(sent pingTx, got pongRx) (time.Duration, probe.Message) {
 	c.t.Helper()
-	require.Equal(c.t, bridge.PongKey(c.name), got.s.KeyExpr())
+	require.Equal(c.t, probe.PongKey(c.name), got.s.KeyExpr())
 	raw := got.s.Payload()
-	p, err := bridge.DecodeProbe(raw)
+	p, err := probe.Decode(raw)
 	require.NoError(c.t, err)
-	ping, _ := bridge.DecodeProbe(sent.raw)
-	require.Equal(c.t, bridge.ProbePong, p.Kind)
+	ping, _ := probe.Decode(sent.raw)
+	require.Equal(c.t, probe.Pong, p.Kind)
 	require.Equal(c.t, ping.Seq, p.Seq, "pongs out of order or lost")
 	require.Equal(c.t, ping.GwSend, p.GwSend, "gw_send not echoed")
 	require.Equal(c.t, ping.Flags, p.Flags, "flags not copied")
-	want, err := bridge.Respond(sent.raw, p.DevRecv, p.DevSend)
+	want, err := probe.Respond(sent.raw, p.DevRecv, p.DevSend)
 	require.NoError(c.t, err)
-	require.Equal(c.t, want, raw, "pong differs from bridge.Respond with the same device times")
+	require.Equal(c.t, want, raw, "pong differs from probe.Respond with the same device times")
 
 	// Device timestamps: nanoseconds of a monotonic clock.
 	require.NotZero(c.t, p.DevRecv)
@@ -201,8 +201,8 @@ func (c *client) exercise() phaseStats {
 	st.burst = end.Sub(sent[0].at)
 
 	// Invalid payloads get no pong: the next pong is the valid ping's.
-	valid := bridge.Probe{Kind: bridge.ProbePing, Seq: 5000}.Append(nil)
-	pong := bridge.Probe{Kind: bridge.ProbePong, Seq: 4999}.Append(nil)
+	valid := probe.Message{Kind: probe.Ping, Seq: 5000}.Append(nil)
+	pong := probe.Message{Kind: probe.Pong, Seq: 4999}.Append(nil)
 	badVersion := slices.Clone(valid)
 	badVersion[0] = 2
 	for _, b := range [][]byte{pong, valid[:31], badVersion} {
@@ -223,7 +223,7 @@ var statsRE = regexp.MustCompile(`pings=(\d+) pongs=(\d+) ignored=(\d+) errors=(
 // zenoh-pico client of an in-process Go router on a free loopback port and
 // probes it from two Go sessions in turn: a TCP client, and a session
 // attached in-process to the router as the gateway's is. Every ping gets
-// its pong, in order, byte-for-byte what bridge.Respond makes with the
+// its pong, in order, byte-for-byte what probe.Respond makes with the
 // device's times; invalid payloads get none; the responder's own counters
 // agree; its subscription goes when it exits.
 func TestResponderThroughGoRouter(t *testing.T) {
@@ -239,7 +239,7 @@ func TestResponderThroughGoRouter(t *testing.T) {
 
 	const name = "pico-probe_1.test"
 	dev := start(t, bin, "-e", ep, "-m", "client", "-n", name)
-	dev.WaitLine("picobridge probe responder ready: name="+name+" ping="+bridge.PingKey(name)+" pong="+bridge.PongKey(name), 10*time.Second)
+	dev.WaitLine("picobridge probe responder ready: name="+name+" ping="+probe.PingKey(name)+" pong="+probe.PongKey(name), 10*time.Second)
 
 	ctx := context.Background()
 	total, warm := 0, 0
@@ -287,7 +287,7 @@ func TestResponderThroughGoRouter(t *testing.T) {
 	obs, err := zenohpath.Open(ctx, zenohpath.Config{Router: r})
 	require.NoError(t, err)
 	defer obs.Close()
-	pub, err := obs.DeclarePublisher(bridge.PingKey(name), zenohpath.PublisherOptions{})
+	pub, err := obs.DeclarePublisher(probe.PingKey(name), zenohpath.PublisherOptions{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return !pub.HasMatchingSubscribers() }, interop.Scale(5*time.Second), 10*time.Millisecond)
 }

@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -29,9 +28,18 @@ type CA struct {
 	dir  string
 }
 
+// TB is the part of testing.TB the helpers use. Taking it, not testing.TB,
+// keeps the testing package out of the binaries that use NewCAIn and IssueE
+// (eval/zbench, eval/runner).
+type TB interface {
+	Helper()
+	TempDir() string
+	Fatalf(format string, args ...any)
+}
+
 // NewCA makes a CA named cn and writes its certificate to a PEM file in
 // t.TempDir().
-func NewCA(t testing.TB, cn string) *CA {
+func NewCA(t TB, cn string) *CA {
 	t.Helper()
 	ca, err := NewCAIn(t.TempDir(), cn)
 	if err != nil {
@@ -82,7 +90,7 @@ type Leaf struct {
 // Issue makes a certificate for subject common name cn, usable for both
 // TLS server and client authentication, with the given subject alternative
 // names: IP literals become IP SANs, "uri:..." URI SANs, the rest DNS names.
-func (ca *CA) Issue(t testing.TB, cn string, sans ...string) Leaf {
+func (ca *CA) Issue(t TB, cn string, sans ...string) Leaf {
 	t.Helper()
 	l, err := ca.IssueE(cn, sans...)
 	if err != nil {

@@ -2,7 +2,7 @@
 
 // Package e2e runs picobridge as a real process between a DDS publisher and
 // Go Zenoh devices (zenohpath client API + the Go probe responder), one of
-// them behind an impaired link (eval/linkemu), and checks what each device
+// them behind an impaired link (sim/linkemu), and checks what each device
 // received, the drops by reason and the class transitions.
 package e2e
 
@@ -31,9 +31,9 @@ import (
 	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/ddspath/rosbag/rosbagtest"
-	"github.com/picobridge/picobridge/eval/linkemu"
 	"github.com/picobridge/picobridge/internal/interop"
 	"github.com/picobridge/picobridge/internal/picotest"
+	"github.com/picobridge/picobridge/sim/linkemu"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 

@@ -2,7 +2,7 @@ package e2e
 
 // End-to-end egress tests of issue 10 item 7 for the scenarios of item 6 (a) and (b): a
 // Zenoh-only picobridge binary (no cgo, no DDS) runs as a child process, Go zenohpath
-// publishers and a Go device behind eval/linkemu drive it through eval/egress — the same
+// publishers and a Go device behind sim/linkemu drive it through eval/egress — the same
 // code as cmd/egressbench, at CI size. They assert counts, order and memory bounds, never
 // wall-clock latency. Run: go test -race -run 'TestEgress' ./test/e2e/ (about 1 min).
 

@@ -20,8 +20,8 @@ import (
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/ddspath"
-	"github.com/picobridge/picobridge/firmware/devsim"
 	"github.com/picobridge/picobridge/internal/interop"
+	"github.com/picobridge/picobridge/sim/devsim"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -30,7 +30,7 @@ import (
 const fedLease = 10 * time.Second
 
 // zpq is a sample that devsim and zpeer.py both read a sequence number
-// from: "zpq1" + u64 LE (firmware/devsim/payload.go). The gateways carry
+// from: "zpq1" + u64 LE (sim/devsim/payload.go). The gateways carry
 // DDS payloads unchanged, so it serves as the raw CDR of the DDS topic.
 func zpq(seq uint64) []byte {
 	return binary.LittleEndian.AppendUint64([]byte("zpq1"), seq)

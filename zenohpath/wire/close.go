@@ -37,7 +37,8 @@ func (m *Close) decode(r *reader, h byte) error {
 	c, err := r.u8("reason")
 	if err == nil {
 		x.Reason = CloseReason(c)
-		x.Exts, err = r.exts(m.Exts[:0], h&FlagZ != 0)
+		x.Exts = m.Exts[:0]
+		err = r.extChain(&x.Exts, h&FlagZ != 0, nil)
 	}
 	*m = x
 	return err
@@ -45,10 +46,7 @@ func (m *Close) decode(r *reader, h byte) error {
 
 // ParseClose decodes a Close; b starts after the header byte h.
 func ParseClose(b []byte, h byte) (Close, int, error) {
-	var m Close
-	r := reader{b: b, msg: "CLOSE"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "CLOSE", func(m *Close, r *reader) error { return m.decode(r, h) })
 }
 
 // KeepAlive keeps an idle link's lease alive (zenoh-wire.md §4.5):
@@ -78,14 +76,12 @@ func (m KeepAlive) Append(b []byte) []byte {
 
 func (m *KeepAlive) decode(r *reader, h byte) error {
 	var err error
-	m.Exts, err = r.exts(m.Exts[:0], h&FlagZ != 0)
+	m.Exts = m.Exts[:0]
+	err = r.extChain(&m.Exts, h&FlagZ != 0, nil)
 	return err
 }
 
 // ParseKeepAlive decodes a KeepAlive; b starts after the header byte h.
 func ParseKeepAlive(b []byte, h byte) (KeepAlive, int, error) {
-	var m KeepAlive
-	r := reader{b: b, msg: "KEEP_ALIVE"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "KEEP_ALIVE", func(m *KeepAlive, r *reader) error { return m.decode(r, h) })
 }

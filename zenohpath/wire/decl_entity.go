@@ -26,7 +26,7 @@ func (d *entityDecl) decodeHead(r *reader, h byte, in *interner) error {
 	if d.id, err = r.z32("id"); err != nil {
 		return err
 	}
-	d.we, err = r.wireExpr(h&FlagN != 0, Mapping(h&FlagM != 0), in)
+	d.we, err = r.headWireExpr(h, in)
 	return err
 }
 
@@ -99,22 +99,13 @@ func (d *entityUndecl) decode(r *reader, h byte, in *interner) error {
 	if d.id, err = r.z32("id"); err != nil {
 		return err
 	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
+	err = r.extChain(&d.exts, h&FlagZ != 0, func(r reader, e Ext, start int) (bool, error) {
+		if e.Header != ExtUndeclareWireExp {
+			return false, nil
 		}
-		if e.Header == ExtUndeclareWireExp {
-			d.hasWE = true
-			if d.we, err = r.undeclWireExpr(e, start, in); err != nil {
-				return err
-			}
-			continue
-		}
-		if d.exts, err = r.unknownExt(d.exts, e, start); err != nil {
-			return err
-		}
-	}
-	return nil
+		d.hasWE = true
+		d.we, err = r.undeclWireExpr(e, start, in)
+		return true, err
+	})
+	return err
 }

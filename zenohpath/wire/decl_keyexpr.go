@@ -50,8 +50,9 @@ func (m *DeclareKeyExpr) decode(r *reader, h byte, in *interner) error {
 	x := DeclareKeyExpr{}
 	var err error
 	if x.ID, err = r.z16("expr_id"); err == nil {
-		if x.WireExpr, err = r.wireExpr(h&FlagN != 0, Mapping(h&FlagM != 0), in); err == nil {
-			x.Exts, err = r.exts(m.Exts[:0], h&FlagZ != 0)
+		if x.WireExpr, err = r.headWireExpr(h, in); err == nil {
+			x.Exts = m.Exts[:0]
+			err = r.extChain(&x.Exts, h&FlagZ != 0, nil)
 		}
 	}
 	*m = x
@@ -75,7 +76,8 @@ func (m *UndeclareKeyExpr) decode(r *reader, h byte) error {
 	x := UndeclareKeyExpr{}
 	var err error
 	if x.ID, err = r.z16("expr_id"); err == nil {
-		x.Exts, err = r.exts(m.Exts[:0], h&FlagZ != 0)
+		x.Exts = m.Exts[:0]
+		err = r.extChain(&x.Exts, h&FlagZ != 0, nil)
 	}
 	*m = x
 	return err
@@ -84,17 +86,11 @@ func (m *UndeclareKeyExpr) decode(r *reader, h byte) error {
 // ParseDeclareKeyExpr decodes a DeclareKeyExpr declaration body; b starts after its
 // header byte h.
 func ParseDeclareKeyExpr(b []byte, h byte) (DeclareKeyExpr, int, error) {
-	var m DeclareKeyExpr
-	r := reader{b: b, msg: "DeclareKeyExpr"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "DeclareKeyExpr", func(m *DeclareKeyExpr, r *reader) error { return m.decode(r, h, nil) })
 }
 
 // ParseUndeclareKeyExpr decodes a UndeclareKeyExpr declaration body; b starts after its
 // header byte h.
 func ParseUndeclareKeyExpr(b []byte, h byte) (UndeclareKeyExpr, int, error) {
-	var m UndeclareKeyExpr
-	r := reader{b: b, msg: "UndeclareKeyExpr"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "UndeclareKeyExpr", func(m *UndeclareKeyExpr, r *reader) error { return m.decode(r, h) })
 }

@@ -95,42 +95,33 @@ func (m *DeclareQueryable) decode(r *reader, h byte, in *interner) error {
 	x := DeclareQueryable{Exts: m.Exts[:0]}
 	err := d.decodeHead(r, h, in)
 	x.ID, x.WireExpr = d.id, d.we
-	for more := h&FlagZ != 0 && err == nil; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			break
-		}
-		if e.Header == ExtQueryableInfo {
-			if e.Value>>24 != 0 {
-				err = newErr(r.msg, "queryable_info", start, ErrTooLarge)
-				break
-			}
-			x.HasInfo, x.Complete, x.Distance = true, e.Value&1 != 0, uint16(e.Value>>8)
-			continue
-		}
-		if x.Exts, err = r.unknownExt(x.Exts, e, start); err != nil {
-			break
-		}
+	if err == nil {
+		err = r.extChain(&x.Exts, h&FlagZ != 0, x.ext)
 	}
 	*m = x
 	return err
 }
 
+// ext takes the queryable's extension: QueryableInfo (complete, distance).
+func (x *DeclareQueryable) ext(r reader, e Ext, start int) (ok bool, err error) {
+	if e.Header != ExtQueryableInfo {
+		return false, nil
+	}
+	if e.Value>>24 != 0 {
+		return true, newErr(r.msg, "queryable_info", start, ErrTooLarge)
+	}
+	x.HasInfo, x.Complete, x.Distance = true, e.Value&1 != 0, uint16(e.Value>>8)
+	return true, nil
+}
+
 // ParseDeclareQueryable decodes a DeclareQueryable declaration body; b starts after its
 // header byte h.
 func ParseDeclareQueryable(b []byte, h byte) (DeclareQueryable, int, error) {
-	var m DeclareQueryable
-	r := reader{b: b, msg: "DeclareQueryable"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "DeclareQueryable", func(m *DeclareQueryable, r *reader) error { return m.decode(r, h, nil) })
 }
 
 // ParseUndeclareQueryable decodes a UndeclareQueryable declaration body; b starts after its
 // header byte h.
 func ParseUndeclareQueryable(b []byte, h byte) (UndeclareQueryable, int, error) {
-	var m UndeclareQueryable
-	r := reader{b: b, msg: "UndeclareQueryable"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "UndeclareQueryable", func(m *UndeclareQueryable, r *reader) error { return m.decode(r, h, nil) })
 }

@@ -35,7 +35,8 @@ func (m *DeclareSubscriber) decode(r *reader, h byte, in *interner) error {
 	d := entityDecl{}
 	err := d.decodeHead(r, h, in)
 	if err == nil {
-		d.exts, err = r.exts(m.Exts[:0], h&FlagZ != 0)
+		d.exts = m.Exts[:0]
+		err = r.extChain(&d.exts, h&FlagZ != 0, nil)
 	}
 	*m = DeclareSubscriber{d.id, d.we, d.exts}
 	return err
@@ -83,17 +84,11 @@ func (m *UndeclareSubscriber) decode(r *reader, h byte, in *interner) error {
 // ParseDeclareSubscriber decodes a DeclareSubscriber declaration body; b starts after its
 // header byte h.
 func ParseDeclareSubscriber(b []byte, h byte) (DeclareSubscriber, int, error) {
-	var m DeclareSubscriber
-	r := reader{b: b, msg: "DeclareSubscriber"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "DeclareSubscriber", func(m *DeclareSubscriber, r *reader) error { return m.decode(r, h, nil) })
 }
 
 // ParseUndeclareSubscriber decodes a UndeclareSubscriber declaration body; b starts after its
 // header byte h.
 func ParseUndeclareSubscriber(b []byte, h byte) (UndeclareSubscriber, int, error) {
-	var m UndeclareSubscriber
-	r := reader{b: b, msg: "UndeclareSubscriber"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "UndeclareSubscriber", func(m *UndeclareSubscriber, r *reader) error { return m.decode(r, h, nil) })
 }

@@ -35,7 +35,8 @@ func (m *DeclareToken) decode(r *reader, h byte, in *interner) error {
 	d := entityDecl{}
 	err := d.decodeHead(r, h, in)
 	if err == nil {
-		d.exts, err = r.exts(m.Exts[:0], h&FlagZ != 0)
+		d.exts = m.Exts[:0]
+		err = r.extChain(&d.exts, h&FlagZ != 0, nil)
 	}
 	*m = DeclareToken{d.id, d.we, d.exts}
 	return err
@@ -80,17 +81,11 @@ func (m *UndeclareToken) decode(r *reader, h byte, in *interner) error {
 // ParseDeclareToken decodes a DeclareToken declaration body; b starts after its
 // header byte h.
 func ParseDeclareToken(b []byte, h byte) (DeclareToken, int, error) {
-	var m DeclareToken
-	r := reader{b: b, msg: "DeclareToken"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "DeclareToken", func(m *DeclareToken, r *reader) error { return m.decode(r, h, nil) })
 }
 
 // ParseUndeclareToken decodes a UndeclareToken declaration body; b starts after its
 // header byte h.
 func ParseUndeclareToken(b []byte, h byte) (UndeclareToken, int, error) {
-	var m UndeclareToken
-	r := reader{b: b, msg: "UndeclareToken"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "UndeclareToken", func(m *UndeclareToken, r *reader) error { return m.decode(r, h, nil) })
 }

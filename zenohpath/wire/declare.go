@@ -49,21 +49,15 @@ func (m Declare) Append(b []byte) []byte {
 	return b
 }
 
-func (m *Declare) decode(r *reader, h byte, p *Parser) error {
-	x := Declare{Exts: m.Exts[:0]}
-	err := x.decodeRest(r, h, p)
-	*m = x
-	return err
-}
-
-func (x *Declare) decodeRest(r *reader, h byte, p *Parser) error {
+func (x *Declare) decode(r *reader, h byte, p *Parser) error {
+	*x = Declare{Exts: x.Exts[:0]}
 	var err error
 	if x.HasInterestID = h&FlagDeclareI != 0; x.HasInterestID {
 		if x.InterestID, err = r.z32("interest_id"); err != nil {
 			return err
 		}
 	}
-	if x.Exts, err = x.NetExt.exts(r, x.Exts, h&FlagZ != 0); err != nil {
+	if err = r.extChain(&x.Exts, h&FlagZ != 0, x.NetExt.take); err != nil {
 		return err
 	}
 	hb, err := r.u8("body")
@@ -114,10 +108,7 @@ func (x *Declare) decodeRest(r *reader, h byte, p *Parser) error {
 
 // ParseDeclare decodes a Declare; b starts after the header byte h.
 func ParseDeclare(b []byte, h byte) (Declare, int, error) {
-	var m Declare
-	r := reader{b: b, msg: "DECLARE"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "DECLARE", func(m *Declare, r *reader) error { return m.decode(r, h, nil) })
 }
 
 // DeclareFinal terminates the declarations answering a Current interest
@@ -149,15 +140,13 @@ func (m DeclareFinal) Append(b []byte) []byte {
 
 func (m *DeclareFinal) decode(r *reader, h byte) error {
 	var err error
-	m.Exts, err = r.exts(m.Exts[:0], h&FlagZ != 0)
+	m.Exts = m.Exts[:0]
+	err = r.extChain(&m.Exts, h&FlagZ != 0, nil)
 	return err
 }
 
 // ParseDeclareFinal decodes a DeclareFinal declaration body; b starts after its
 // header byte h.
 func ParseDeclareFinal(b []byte, h byte) (DeclareFinal, int, error) {
-	var m DeclareFinal
-	r := reader{b: b, msg: "DeclareFinal"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "DeclareFinal", func(m *DeclareFinal, r *reader) error { return m.decode(r, h) })
 }

@@ -48,9 +48,7 @@ func (m Del) Append(b []byte) []byte {
 	}
 	w := newExtWriter(b)
 	if m.HasSourceInfo {
-		w.hdr(ExtSourceInfo)
-		w.b = AppendVLE(w.b, uint64(m.SourceInfo.Len()))
-		w.b = m.SourceInfo.Append(w.b)
+		w.sourceInfo(m.SourceInfo)
 	}
 	if m.Attachment != nil {
 		w.zbuf(ExtDelAttachment, m.Attachment)
@@ -59,47 +57,33 @@ func (m Del) Append(b []byte) []byte {
 	return finishHeader(&w, p)
 }
 
-func (m *Del) decode(r *reader, h byte) error {
-	x := Del{Exts: m.Exts[:0]}
-	err := x.decodeRest(r, h)
-	*m = x
-	return err
-}
-
-func (x *Del) decodeRest(r *reader, h byte) error {
+func (x *Del) decode(r *reader, h byte) error {
+	*x = Del{Exts: x.Exts[:0]}
 	var err error
 	if x.HasTimestamp = h&FlagTimestamp != 0; x.HasTimestamp {
 		if x.Timestamp, err = r.timestamp("timestamp"); err != nil {
 			return err
 		}
 	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
-		}
-		switch e.Header {
-		case ExtSourceInfo:
-			x.HasSourceInfo = true
-			if x.SourceInfo, err = r.sourceInfoExt(e, start); err != nil {
-				return err
-			}
-		case ExtDelAttachment:
-			x.Attachment = e.Body
-		default:
-			if x.Exts, err = r.unknownExt(x.Exts, e, start); err != nil {
-				return err
-			}
-		}
+	err = r.extChain(&x.Exts, h&FlagZ != 0, x.ext)
+	return err
+}
+
+// ext takes DEL's extensions: SourceInfo, Attachment.
+func (x *Del) ext(r reader, e Ext, start int) (ok bool, err error) {
+	switch e.Header {
+	case ExtSourceInfo:
+		x.HasSourceInfo = true
+		x.SourceInfo, err = r.sourceInfoExt(e, start)
+	case ExtDelAttachment:
+		x.Attachment = e.Body
+	default:
+		return false, nil
 	}
-	return nil
+	return true, err
 }
 
 // ParseDel decodes a Del; b starts after the header byte h.
 func ParseDel(b []byte, h byte) (Del, int, error) {
-	var m Del
-	r := reader{b: b, msg: "DEL"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "DEL", func(m *Del, r *reader) error { return m.decode(r, h) })
 }

@@ -47,9 +47,7 @@ func (m Err) Append(b []byte) []byte {
 	}
 	w := newExtWriter(b)
 	if m.HasSourceInfo {
-		w.hdr(ExtSourceInfo)
-		w.b = AppendVLE(w.b, uint64(m.SourceInfo.Len()))
-		w.b = m.SourceInfo.Append(w.b)
+		w.sourceInfo(m.SourceInfo)
 	}
 	if m.Shm {
 		w.unit(ExtShm)
@@ -59,48 +57,36 @@ func (m Err) Append(b []byte) []byte {
 	return appendBytes(b, m.Payload)
 }
 
-func (m *Err) decode(r *reader, h byte) error {
-	x := Err{Exts: m.Exts[:0]}
-	err := x.decodeRest(r, h)
-	*m = x
-	return err
-}
-
-func (x *Err) decodeRest(r *reader, h byte) error {
+func (x *Err) decode(r *reader, h byte) error {
+	*x = Err{Exts: x.Exts[:0]}
 	var err error
 	if x.HasEncoding = h&FlagEncoding != 0; x.HasEncoding {
 		if x.Encoding, err = r.encoding("encoding"); err != nil {
 			return err
 		}
 	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
-		}
-		switch e.Header {
-		case ExtSourceInfo:
-			x.HasSourceInfo = true
-			if x.SourceInfo, err = r.sourceInfoExt(e, start); err != nil {
-				return err
-			}
-		case ExtShm:
-			x.Shm = true
-		default:
-			if x.Exts, err = r.unknownExt(x.Exts, e, start); err != nil {
-				return err
-			}
-		}
+	if err = r.extChain(&x.Exts, h&FlagZ != 0, x.ext); err != nil {
+		return err
 	}
 	x.Payload, err = r.bytes("payload", 0xffff_ffff)
 	return err
 }
 
+// ext takes ERR's extensions: SourceInfo, Shm.
+func (x *Err) ext(r reader, e Ext, start int) (ok bool, err error) {
+	switch e.Header {
+	case ExtSourceInfo:
+		x.HasSourceInfo = true
+		x.SourceInfo, err = r.sourceInfoExt(e, start)
+	case ExtShm:
+		x.Shm = true
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
 // ParseErr decodes an Err; b starts after the header byte h.
 func ParseErr(b []byte, h byte) (Err, int, error) {
-	var m Err
-	r := reader{b: b, msg: "ERR"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "ERR", func(m *Err, r *reader) error { return m.decode(r, h) })
 }

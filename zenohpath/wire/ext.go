@@ -126,24 +126,6 @@ func (r *reader) unknownExt(dst []Ext, e Ext, start int) ([]Ext, error) {
 	return append(dst, e), nil
 }
 
-// skipExts reads and checks a chain whose members are all treated as
-// unknown (used where no extension is defined), keeping them in dst.
-func (r *reader) exts(dst []Ext, more bool) ([]Ext, error) {
-	for more {
-		start := r.i
-		var e Ext
-		var err error
-		e, more, err = r.ext()
-		if err != nil {
-			return dst, err
-		}
-		if dst, err = r.unknownExt(dst, e, start); err != nil {
-			return dst, err
-		}
-	}
-	return dst, nil
-}
-
 // extWriter appends an extension chain, setting Z on every extension and
 // clearing it on the last one in done.
 type extWriter struct {
@@ -168,6 +150,14 @@ func (w *extWriter) z64(h byte, v uint64) {
 func (w *extWriter) zbuf(h byte, body []byte) {
 	w.hdr(h)
 	w.b = appendBytes(w.b, body)
+}
+
+// sourceInfo writes the SourceInfo extension (0x41, ZBuf) of PUT, DEL,
+// QUERY and ERR.
+func (w *extWriter) sourceInfo(si SourceInfo) {
+	w.hdr(ExtSourceInfo)
+	w.b = AppendVLE(w.b, uint64(si.Len()))
+	w.b = si.Append(w.b)
 }
 
 // rawBelow writes the raw extensions whose ID (low 4 bits) is below id

@@ -68,50 +68,38 @@ func (m Fragment) Append(b []byte) []byte {
 	return append(b, m.Payload...)
 }
 
-func (m *Fragment) decode(r *reader, h byte) error {
-	x := Fragment{Reliable: h&FlagReliable != 0, More: h&FlagMore != 0, Exts: m.Exts[:0]}
-	err := x.decodeRest(r, h)
-	*m = x
-	return err
-}
-
-func (x *Fragment) decodeRest(r *reader, h byte) error {
+func (x *Fragment) decode(r *reader, h byte) error {
+	*x = Fragment{Reliable: h&FlagReliable != 0, More: h&FlagMore != 0, Exts: x.Exts[:0]}
 	var err error
 	if x.SN, err = r.vle("sn"); err != nil {
 		return err
 	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
-		}
-		switch e.Header {
-		case ExtFrameQoS:
-			x.HasQoS = true
-			if x.QoS, err = r.qosExt(e, start); err != nil {
-				return err
-			}
-		case ExtFragmentFirst:
-			x.First = true
-		case ExtFragmentDrop:
-			x.Drop = true
-		default:
-			if x.Exts, err = r.unknownExt(x.Exts, e, start); err != nil {
-				return err
-			}
-		}
+	if err = r.extChain(&x.Exts, h&FlagZ != 0, x.ext); err != nil {
+		return err
 	}
 	x.Payload = r.rest()
 	r.i = len(r.b)
 	return nil
 }
 
+// ext takes FRAGMENT's extensions: QoS, First, Drop.
+func (x *Fragment) ext(r reader, e Ext, start int) (ok bool, err error) {
+	switch e.Header {
+	case ExtFrameQoS:
+		x.HasQoS = true
+		x.QoS, err = r.qosExt(e, start)
+	case ExtFragmentFirst:
+		x.First = true
+	case ExtFragmentDrop:
+		x.Drop = true
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
 // ParseFragment decodes a Fragment; b starts after the header byte h and the
 // payload runs to the end of b.
 func ParseFragment(b []byte, h byte) (Fragment, int, error) {
-	var m Fragment
-	r := reader{b: b, msg: "FRAGMENT"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "FRAGMENT", func(m *Fragment, r *reader) error { return m.decode(r, h) })
 }

@@ -73,31 +73,22 @@ func (x *Frame) decodeExts(r *reader, h byte) error {
 	if x.SN, err = r.vle("sn"); err != nil {
 		return err
 	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
-		}
-		if e.Header == ExtFrameQoS {
-			x.HasQoS = true
-			if x.QoS, err = r.qosExt(e, start); err != nil {
-				return err
-			}
-			continue
-		}
-		if x.Exts, err = r.unknownExt(x.Exts, e, start); err != nil {
-			return err
-		}
+	err = r.extChain(&x.Exts, h&FlagZ != 0, x.ext)
+	return err
+}
+
+// ext takes FRAME's extension: QoS.
+func (x *Frame) ext(r reader, e Ext, start int) (ok bool, err error) {
+	if e.Header != ExtFrameQoS {
+		return false, nil
 	}
-	return nil
+	x.HasQoS = true
+	x.QoS, err = r.qosExt(e, start)
+	return true, err
 }
 
 // ParseFrame decodes a Frame; b starts after the header byte h and the
 // payload runs to the end of b.
 func ParseFrame(b []byte, h byte) (Frame, int, error) {
-	var m Frame
-	r := reader{b: b, msg: "FRAME"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "FRAME", func(m *Frame, r *reader) error { return m.decode(r, h) })
 }

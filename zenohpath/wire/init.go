@@ -129,21 +129,14 @@ func (c *initCommon) decode(r *reader, h byte, ack bool) error {
 			return err
 		}
 	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
+	err = r.extChain(&c.exts, h&FlagZ != 0, func(_ reader, e Ext, _ int) (bool, error) {
+		if e.Header != ExtPatch {
+			return false, nil
 		}
-		if e.Header == ExtPatch {
-			c.patch = e.Value
-			continue
-		}
-		if c.exts, err = r.unknownExt(c.exts, e, start); err != nil {
-			return err
-		}
-	}
-	return nil
+		c.patch = e.Value
+		return true, nil
+	})
+	return err
 }
 
 func (m *InitSyn) common() initCommon {
@@ -165,10 +158,7 @@ func (m *InitSyn) decode(r *reader, h byte) error {
 
 // ParseInitSyn decodes an InitSyn; b starts after the header byte h.
 func ParseInitSyn(b []byte, h byte) (InitSyn, int, error) {
-	var m InitSyn
-	r := reader{b: b, msg: "InitSyn"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "InitSyn", func(m *InitSyn, r *reader) error { return m.decode(r, h) })
 }
 
 func (m *InitAck) common() initCommon {
@@ -190,8 +180,5 @@ func (m *InitAck) decode(r *reader, h byte) error {
 
 // ParseInitAck decodes an InitAck; b starts after the header byte h.
 func ParseInitAck(b []byte, h byte) (InitAck, int, error) {
-	var m InitAck
-	r := reader{b: b, msg: "InitAck"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "InitAck", func(m *InitAck, r *reader) error { return m.decode(r, h) })
 }

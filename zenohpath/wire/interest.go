@@ -121,14 +121,9 @@ func (m Interest) Append(b []byte) []byte {
 	return finishHeader(&w, p)
 }
 
-func (m *Interest) decode(r *reader, h byte, in *interner) error {
-	x := Interest{Mode: InterestMode(h >> 5 & 3)}
-	err := x.decodeRest(r, h, in, m.Exts[:0])
-	*m = x
-	return err
-}
-
-func (x *Interest) decodeRest(r *reader, h byte, in *interner, exts []Ext) error {
+func (x *Interest) decode(r *reader, h byte, in *interner) error {
+	exts := x.Exts[:0]
+	*x = Interest{Mode: InterestMode(h >> 5 & 3)}
 	var err error
 	if x.ID, err = r.z32("id"); err != nil {
 		return err
@@ -146,14 +141,12 @@ func (x *Interest) decodeRest(r *reader, h byte, in *interner, exts []Ext) error
 			}
 		}
 	}
-	x.Exts, err = x.NetExt.exts(r, exts, h&FlagZ != 0)
+	x.Exts = exts
+	err = r.extChain(&x.Exts, h&FlagZ != 0, x.NetExt.take)
 	return err
 }
 
 // ParseInterest decodes an Interest; b starts after the header byte h.
 func ParseInterest(b []byte, h byte) (Interest, int, error) {
-	var m Interest
-	r := reader{b: b, msg: "INTEREST"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "INTEREST", func(m *Interest, r *reader) error { return m.decode(r, h, nil) })
 }

@@ -74,14 +74,8 @@ func (m Join) Append(b []byte) []byte {
 	return finishHeader(&w, p)
 }
 
-func (m *Join) decode(r *reader, h byte) error {
-	x := Join{Exts: m.Exts[:0], Resolution: DefaultResolution, BatchSize: DefaultBatchMulticast}
-	err := x.decodeRest(r, h)
-	*m = x
-	return err
-}
-
-func (x *Join) decodeRest(r *reader, h byte) error {
+func (x *Join) decode(r *reader, h byte) error {
+	*x = Join{Exts: x.Exts[:0], Resolution: DefaultResolution, BatchSize: DefaultBatchMulticast}
 	var err error
 	if x.Version, err = r.u8("version"); err != nil {
 		return err
@@ -118,30 +112,25 @@ func (x *Join) decodeRest(r *reader, h byte) error {
 	if x.NextSNBestEffort, err = r.vle("next_sn_best_effort"); err != nil {
 		return err
 	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
-		}
-		switch e.Header {
-		case ExtPatch:
-			x.Patch = e.Value
-		case ExtJoinQoS, ExtJoinShm:
-			x.Exts = append(x.Exts, e)
-		default:
-			if x.Exts, err = r.unknownExt(x.Exts, e, start); err != nil {
-				return err
-			}
-		}
+	err = r.extChain(&x.Exts, h&FlagZ != 0, x.ext)
+	return err
+}
+
+// ext takes JOIN's extensions: Patch; QoS and Shm are kept raw (mandatory
+// or not) for the caller.
+func (x *Join) ext(_ reader, e Ext, _ int) (ok bool, err error) {
+	switch e.Header {
+	case ExtPatch:
+		x.Patch = e.Value
+	case ExtJoinQoS, ExtJoinShm:
+		x.Exts = append(x.Exts, e)
+	default:
+		return false, nil
 	}
-	return nil
+	return true, nil
 }
 
 // ParseJoin decodes a Join; b starts after the header byte h.
 func ParseJoin(b []byte, h byte) (Join, int, error) {
-	var m Join
-	r := reader{b: b, msg: "JOIN"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "JOIN", func(m *Join, r *reader) error { return m.decode(r, h) })
 }

@@ -56,7 +56,7 @@ func (x *NetExt) write(w *extWriter) {
 }
 
 // take interprets e if it is one of the common extensions.
-func (x *NetExt) take(r *reader, e Ext, start int) (bool, error) {
+func (x *NetExt) take(r reader, e Ext, start int) (bool, error) {
 	var err error
 	switch e.Header {
 	case ExtQoS:
@@ -75,28 +75,6 @@ func (x *NetExt) take(r *reader, e Ext, start int) (bool, error) {
 		return false, nil
 	}
 	return true, err
-}
-
-// netExts reads a chain with only the common extensions known.
-func (x *NetExt) exts(r *reader, dst []Ext, more bool) ([]Ext, error) {
-	for more {
-		start := r.i
-		var e Ext
-		var err error
-		if e, more, err = r.ext(); err != nil {
-			return dst, err
-		}
-		ok, err := x.take(r, e, start)
-		if err != nil {
-			return dst, err
-		}
-		if !ok {
-			if dst, err = r.unknownExt(dst, e, start); err != nil {
-				return dst, err
-			}
-		}
-	}
-	return dst, nil
 }
 
 func durationMs(r *reader, v uint64, start int, field string) (time.Duration, error) {

@@ -87,45 +87,32 @@ func (m TransportOAM) Append(b []byte) []byte {
 	return m.Body.append(b)
 }
 
-func (m *TransportOAM) decode(r *reader, h byte) error {
-	x := TransportOAM{Exts: m.Exts[:0]}
-	err := x.decodeRest(r, h)
-	*m = x
-	return err
-}
-
-func (x *TransportOAM) decodeRest(r *reader, h byte) error {
+func (x *TransportOAM) decode(r *reader, h byte) error {
+	*x = TransportOAM{Exts: x.Exts[:0]}
 	var err error
 	if x.ID, err = r.z16("id"); err != nil {
 		return err
 	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
-		}
-		if e.Header == ExtFrameQoS {
-			x.HasQoS = true
-			if x.QoS, err = r.qosExt(e, start); err != nil {
-				return err
-			}
-			continue
-		}
-		if x.Exts, err = r.unknownExt(x.Exts, e, start); err != nil {
-			return err
-		}
+	if err = r.extChain(&x.Exts, h&FlagZ != 0, x.ext); err != nil {
+		return err
 	}
 	x.Body, err = r.oamBody(h & ExtEncMask)
 	return err
 }
 
+// ext takes the transport OAM's extension: QoS.
+func (x *TransportOAM) ext(r reader, e Ext, start int) (ok bool, err error) {
+	if e.Header != ExtFrameQoS {
+		return false, nil
+	}
+	x.HasQoS = true
+	x.QoS, err = r.qosExt(e, start)
+	return true, err
+}
+
 // ParseTransportOAM decodes a transport OAM; b starts after the header h.
 func ParseTransportOAM(b []byte, h byte) (TransportOAM, int, error) {
-	var m TransportOAM
-	r := reader{b: b, msg: "OAM"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "OAM", func(m *TransportOAM, r *reader) error { return m.decode(r, h) })
 }
 
 // NetworkOAM is an operations-and-management message at network level
@@ -170,7 +157,8 @@ func (m *NetworkOAM) decode(r *reader, h byte) error {
 	x := NetworkOAM{}
 	var err error
 	if x.ID, err = r.z16("id"); err == nil {
-		if x.Exts, err = x.NetExt.exts(r, m.Exts[:0], h&FlagZ != 0); err == nil {
+		x.Exts = m.Exts[:0]
+		if err = r.extChain(&x.Exts, h&FlagZ != 0, x.NetExt.take); err == nil {
 			x.Body, err = r.oamBody(h & ExtEncMask)
 		}
 	}
@@ -180,8 +168,5 @@ func (m *NetworkOAM) decode(r *reader, h byte) error {
 
 // ParseNetworkOAM decodes a network OAM; b starts after the header byte h.
 func ParseNetworkOAM(b []byte, h byte) (NetworkOAM, int, error) {
-	var m NetworkOAM
-	r := reader{b: b, msg: "OAM"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "OAM", func(m *NetworkOAM, r *reader) error { return m.decode(r, h) })
 }

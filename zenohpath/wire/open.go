@@ -100,7 +100,7 @@ func openDecode(r *reader, h byte, ack bool, exts []Ext) (lease time.Duration, s
 			return
 		}
 	}
-	exts, err = r.exts(exts, h&FlagZ != 0)
+	err = r.extChain(&exts, h&FlagZ != 0, nil)
 	return lease, sn, cookie, exts, err
 }
 
@@ -121,10 +121,7 @@ func (m *OpenSyn) decode(r *reader, h byte) (err error) {
 
 // ParseOpenSyn decodes an OpenSyn; b starts after the header byte h.
 func ParseOpenSyn(b []byte, h byte) (OpenSyn, int, error) {
-	var m OpenSyn
-	r := reader{b: b, msg: "OpenSyn"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "OpenSyn", func(m *OpenSyn, r *reader) error { return m.decode(r, h) })
 }
 
 // Len implements TransportMessage.
@@ -144,8 +141,5 @@ func (m *OpenAck) decode(r *reader, h byte) (err error) {
 
 // ParseOpenAck decodes an OpenAck; b starts after the header byte h.
 func ParseOpenAck(b []byte, h byte) (OpenAck, int, error) {
-	var m OpenAck
-	r := reader{b: b, msg: "OpenAck"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "OpenAck", func(m *OpenAck, r *reader) error { return m.decode(r, h) })
 }

@@ -47,42 +47,28 @@ func (m Push) Append(b []byte) []byte {
 	return b
 }
 
-func (m *Push) decode(r *reader, h byte, p *Parser) error {
-	x := Push{Exts: m.Exts[:0]}
-	err := x.decodeRest(r, h, p)
-	*m = x
-	return err
-}
-
-func (x *Push) decodeRest(r *reader, h byte, p *Parser) error {
+func (x *Push) decode(r *reader, h byte, p *Parser) error {
+	*x = Push{Exts: x.Exts[:0]}
 	var err error
-	if x.WireExpr, err = r.wireExpr(h&FlagN != 0, Mapping(h&FlagM != 0), p.interner()); err != nil {
+	if x.WireExpr, err = r.headWireExpr(h, p.interner()); err != nil {
 		return err
 	}
-	if x.Exts, err = x.NetExt.exts(r, x.Exts, h&FlagZ != 0); err != nil {
+	if err = r.extChain(&x.Exts, h&FlagZ != 0, x.NetExt.take); err != nil {
 		return err
 	}
 	hb, err := r.u8("body")
 	if err != nil {
 		return err
 	}
-	switch ZenohID(hb & MaskID) {
-	case IDPut:
-		put := p.newPut(false)
-		x.Body = put
-		return put.decode(r, hb)
-	case IDDel:
-		del := p.newDel(false)
-		x.Body = del
-		return del.decode(r, hb)
+	body, ok, err := r.sampleBody(p, false, hb)
+	if !ok {
+		return r.errUnknownBody()
 	}
-	return newErr(r.msg, "body", r.i-1, ErrUnknownMessage)
+	x.Body = body
+	return err
 }
 
 // ParsePush decodes a Push; b starts after the header byte h.
 func ParsePush(b []byte, h byte) (Push, int, error) {
-	var m Push
-	r := reader{b: b, msg: "PUSH"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "PUSH", func(m *Push, r *reader) error { return m.decode(r, h, nil) })
 }

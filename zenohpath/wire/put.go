@@ -65,9 +65,7 @@ func (m Put) Append(b []byte) []byte {
 	}
 	w := newExtWriter(b)
 	if m.HasSourceInfo {
-		w.hdr(ExtSourceInfo)
-		w.b = AppendVLE(w.b, uint64(m.SourceInfo.Len()))
-		w.b = m.SourceInfo.Append(w.b)
+		w.sourceInfo(m.SourceInfo)
 	}
 	if m.Shm {
 		w.unit(ExtShm)
@@ -80,14 +78,8 @@ func (m Put) Append(b []byte) []byte {
 	return appendBytes(b, m.Payload)
 }
 
-func (m *Put) decode(r *reader, h byte) error {
-	x := Put{Exts: m.Exts[:0]}
-	err := x.decodeRest(r, h)
-	*m = x
-	return err
-}
-
-func (x *Put) decodeRest(r *reader, h byte) error {
+func (x *Put) decode(r *reader, h byte) error {
+	*x = Put{Exts: x.Exts[:0]}
 	var err error
 	if x.HasTimestamp = h&FlagTimestamp != 0; x.HasTimestamp {
 		if x.Timestamp, err = r.timestamp("timestamp"); err != nil {
@@ -99,36 +91,30 @@ func (x *Put) decodeRest(r *reader, h byte) error {
 			return err
 		}
 	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
-		}
-		switch e.Header {
-		case ExtSourceInfo:
-			x.HasSourceInfo = true
-			if x.SourceInfo, err = r.sourceInfoExt(e, start); err != nil {
-				return err
-			}
-		case ExtShm:
-			x.Shm = true
-		case ExtPutAttachment:
-			x.Attachment = e.Body
-		default:
-			if x.Exts, err = r.unknownExt(x.Exts, e, start); err != nil {
-				return err
-			}
-		}
+	if err = r.extChain(&x.Exts, h&FlagZ != 0, x.ext); err != nil {
+		return err
 	}
 	x.Payload, err = r.bytes("payload", 0xffff_ffff)
 	return err
 }
 
+// ext takes PUT's extensions: SourceInfo, Shm, Attachment.
+func (x *Put) ext(r reader, e Ext, start int) (ok bool, err error) {
+	switch e.Header {
+	case ExtSourceInfo:
+		x.HasSourceInfo = true
+		x.SourceInfo, err = r.sourceInfoExt(e, start)
+	case ExtShm:
+		x.Shm = true
+	case ExtPutAttachment:
+		x.Attachment = e.Body
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
 // ParsePut decodes a Put; b starts after the header byte h.
 func ParsePut(b []byte, h byte) (Put, int, error) {
-	var m Put
-	r := reader{b: b, msg: "PUT"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "PUT", func(m *Put, r *reader) error { return m.decode(r, h) })
 }

@@ -80,9 +80,7 @@ func (m Query) Append(b []byte) []byte {
 	}
 	w := newExtWriter(b)
 	if m.HasSourceInfo {
-		w.hdr(ExtSourceInfo)
-		w.b = AppendVLE(w.b, uint64(m.SourceInfo.Len()))
-		w.b = m.SourceInfo.Append(w.b)
+		w.sourceInfo(m.SourceInfo)
 	}
 	if m.HasBody {
 		w.hdr(ExtQueryBody)
@@ -97,14 +95,8 @@ func (m Query) Append(b []byte) []byte {
 	return finishHeader(&w, p)
 }
 
-func (m *Query) decode(r *reader, h byte) error {
-	x := Query{Exts: m.Exts[:0]}
-	err := x.decodeRest(r, h)
-	*m = x
-	return err
-}
-
-func (x *Query) decodeRest(r *reader, h byte) error {
+func (x *Query) decode(r *reader, h byte) error {
+	*x = Query{Exts: x.Exts[:0]}
 	var err error
 	if x.HasConsolidation = h&FlagConsolidation != 0; x.HasConsolidation {
 		v, err := r.z8("consolidation")
@@ -120,40 +112,32 @@ func (x *Query) decodeRest(r *reader, h byte) error {
 		}
 		x.Parameters = string(s)
 	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
+	err = r.extChain(&x.Exts, h&FlagZ != 0, x.ext)
+	return err
+}
+
+// ext takes QUERY's extensions: SourceInfo, Body, Attachment.
+func (x *Query) ext(r reader, e Ext, start int) (ok bool, err error) {
+	switch e.Header {
+	case ExtSourceInfo:
+		x.HasSourceInfo = true
+		x.SourceInfo, err = r.sourceInfoExt(e, start)
+	case ExtQueryBody:
+		x.HasBody = true
+		s := reader{b: e.Body, msg: r.msg}
+		if x.Body.Encoding, err = s.encoding("body"); err != nil {
+			return true, newErr(r.msg, "body", start, sentinel(err))
 		}
-		switch e.Header {
-		case ExtSourceInfo:
-			x.HasSourceInfo = true
-			if x.SourceInfo, err = r.sourceInfoExt(e, start); err != nil {
-				return err
-			}
-		case ExtQueryBody:
-			x.HasBody = true
-			s := reader{b: e.Body, msg: r.msg}
-			if x.Body.Encoding, err = s.encoding("body"); err != nil {
-				return newErr(r.msg, "body", start, sentinel(err))
-			}
-			x.Body.Payload = s.rest()
-		case ExtQueryAttachment:
-			x.Attachment = e.Body
-		default:
-			if x.Exts, err = r.unknownExt(x.Exts, e, start); err != nil {
-				return err
-			}
-		}
+		x.Body.Payload = s.rest()
+	case ExtQueryAttachment:
+		x.Attachment = e.Body
+	default:
+		return false, nil
 	}
-	return nil
+	return true, err
 }
 
 // ParseQuery decodes a Query; b starts after the header byte h.
 func ParseQuery(b []byte, h byte) (Query, int, error) {
-	var m Query
-	r := reader{b: b, msg: "QUERY"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "QUERY", func(m *Query, r *reader) error { return m.decode(r, h) })
 }

@@ -54,14 +54,9 @@ func (m Reply) Append(b []byte) []byte {
 	return b
 }
 
-func (m *Reply) decode(r *reader, h byte, p *Parser) error {
-	x := Reply{}
-	err := x.decodeRest(r, h, p, m.Exts[:0])
-	*m = x
-	return err
-}
-
-func (x *Reply) decodeRest(r *reader, h byte, p *Parser, exts []Ext) error {
+func (x *Reply) decode(r *reader, h byte, p *Parser) error {
+	exts := x.Exts[:0]
+	*x = Reply{}
 	var err error
 	if x.HasConsolidation = h&FlagConsolidation != 0; x.HasConsolidation {
 		v, err := r.z8("consolidation")
@@ -70,30 +65,23 @@ func (x *Reply) decodeRest(r *reader, h byte, p *Parser, exts []Ext) error {
 		}
 		x.Consolidation = Consolidation(v)
 	}
-	if x.Exts, err = r.exts(exts, h&FlagZ != 0); err != nil {
+	x.Exts = exts
+	if err = r.extChain(&x.Exts, h&FlagZ != 0, nil); err != nil {
 		return err
 	}
 	hb, err := r.u8("body")
 	if err != nil {
 		return err
 	}
-	switch ZenohID(hb & MaskID) {
-	case IDPut:
-		put := p.newPut(true)
-		x.Body = put
-		return put.decode(r, hb)
-	case IDDel:
-		del := p.newDel(true)
-		x.Body = del
-		return del.decode(r, hb)
+	body, ok, err := r.sampleBody(p, true, hb)
+	if !ok {
+		return r.errUnknownBody()
 	}
-	return newErr(r.msg, "body", r.i-1, ErrUnknownMessage)
+	x.Body = body
+	return err
 }
 
 // ParseReply decodes a Reply; b starts after the header byte h.
 func ParseReply(b []byte, h byte) (Reply, int, error) {
-	var m Reply
-	r := reader{b: b, msg: "REPLY"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "REPLY", func(m *Reply, r *reader) error { return m.decode(r, h, nil) })
 }

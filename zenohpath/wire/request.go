@@ -85,80 +85,59 @@ func (m Request) Append(b []byte) []byte {
 	return b
 }
 
-func (m *Request) decode(r *reader, h byte, p *Parser) error {
-	x := Request{Exts: m.Exts[:0]}
-	err := x.decodeRest(r, h, p)
-	*m = x
-	return err
-}
-
-func (x *Request) decodeRest(r *reader, h byte, p *Parser) error {
+func (x *Request) decode(r *reader, h byte, p *Parser) error {
+	*x = Request{Exts: x.Exts[:0]}
 	var err error
-	if x.ID, err = r.z32("request_id"); err != nil {
+	if x.ID, x.WireExpr, err = r.requestHead(h, p); err != nil {
 		return err
 	}
-	if x.WireExpr, err = r.wireExpr(h&FlagN != 0, Mapping(h&FlagM != 0), p.interner()); err != nil {
+	if err = r.extChain(&x.Exts, h&FlagZ != 0, x.ext); err != nil {
 		return err
-	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
-		}
-		if ok, err := x.NetExt.take(r, e, start); ok || err != nil {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		switch e.Header {
-		case ExtTarget:
-			if e.Value > 0xff {
-				return newErr(r.msg, "target", start, ErrTooLarge)
-			}
-			x.HasTarget, x.Target = true, QueryTarget(e.Value)
-		case ExtBudget:
-			if e.Value > 0xffff_ffff {
-				return newErr(r.msg, "budget", start, ErrTooLarge)
-			}
-			x.HasBudget, x.Budget = true, uint32(e.Value)
-		case ExtTimeout:
-			x.HasTimeout = true
-			if x.Timeout, err = durationMs(r, e.Value, start, "timeout"); err != nil {
-				return err
-			}
-		default:
-			if x.Exts, err = r.unknownExt(x.Exts, e, start); err != nil {
-				return err
-			}
-		}
 	}
 	hb, err := r.u8("body")
 	if err != nil {
 		return err
 	}
-	switch ZenohID(hb & MaskID) {
-	case IDQuery:
+	if ZenohID(hb&MaskID) == IDQuery {
 		q := p.newQuery()
 		x.Body = q
 		return q.decode(r, hb)
-	case IDPut:
-		put := p.newPut(false)
-		x.Body = put
-		return put.decode(r, hb)
-	case IDDel:
-		del := p.newDel(false)
-		x.Body = del
-		return del.decode(r, hb)
 	}
-	return newErr(r.msg, "body", r.i-1, ErrUnknownMessage)
+	body, ok, err := r.sampleBody(p, false, hb)
+	if !ok {
+		return r.errUnknownBody()
+	}
+	x.Body = body
+	return err
+}
+
+// ext takes REQUEST's extensions: the network ones (NetExt), Target,
+// Budget, Timeout.
+func (x *Request) ext(r reader, e Ext, start int) (ok bool, err error) {
+	if ok, err := x.NetExt.take(r, e, start); ok || err != nil {
+		return true, err
+	}
+	switch e.Header {
+	case ExtTarget:
+		if e.Value > 0xff {
+			return true, newErr(r.msg, "target", start, ErrTooLarge)
+		}
+		x.HasTarget, x.Target = true, QueryTarget(e.Value)
+	case ExtBudget:
+		if e.Value > 0xffff_ffff {
+			return true, newErr(r.msg, "budget", start, ErrTooLarge)
+		}
+		x.HasBudget, x.Budget = true, uint32(e.Value)
+	case ExtTimeout:
+		x.HasTimeout = true
+		x.Timeout, err = durationMs(&r, e.Value, start, "timeout")
+	default:
+		return false, nil
+	}
+	return true, err
 }
 
 // ParseRequest decodes a Request; b starts after the header byte h.
 func ParseRequest(b []byte, h byte) (Request, int, error) {
-	var m Request
-	r := reader{b: b, msg: "REQUEST"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "REQUEST", func(m *Request, r *reader) error { return m.decode(r, h, nil) })
 }

@@ -56,43 +56,14 @@ func (m Response) Append(b []byte) []byte {
 	return b
 }
 
-func (m *Response) decode(r *reader, h byte, p *Parser) error {
-	x := Response{Exts: m.Exts[:0]}
-	err := x.decodeRest(r, h, p)
-	*m = x
-	return err
-}
-
-func (x *Response) decodeRest(r *reader, h byte, p *Parser) error {
+func (x *Response) decode(r *reader, h byte, p *Parser) error {
+	*x = Response{Exts: x.Exts[:0]}
 	var err error
-	if x.ID, err = r.z32("request_id"); err != nil {
+	if x.ID, x.WireExpr, err = r.requestHead(h, p); err != nil {
 		return err
 	}
-	if x.WireExpr, err = r.wireExpr(h&FlagN != 0, Mapping(h&FlagM != 0), p.interner()); err != nil {
+	if err = r.extChain(&x.Exts, h&FlagZ != 0, x.ext); err != nil {
 		return err
-	}
-	for more := h&FlagZ != 0; more; {
-		start := r.i
-		var e Ext
-		if e, more, err = r.ext(); err != nil {
-			return err
-		}
-		if ok, err := x.NetExt.take(r, e, start); ok || err != nil {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if e.Header == ExtResponderID {
-			x.HasResponderID = true
-			if x.ResponderID, err = r.entityGlobalIDExt(e, start, "responder_id"); err != nil {
-				return err
-			}
-			continue
-		}
-		if x.Exts, err = r.unknownExt(x.Exts, e, start); err != nil {
-			return err
-		}
 	}
 	hb, err := r.u8("body")
 	if err != nil {
@@ -108,15 +79,25 @@ func (x *Response) decodeRest(r *reader, h byte, p *Parser) error {
 		x.Body = e
 		return e.decode(r, hb)
 	}
-	return newErr(r.msg, "body", r.i-1, ErrUnknownMessage)
+	return r.errUnknownBody()
+}
+
+// ext takes RESPONSE's extensions: the network ones (NetExt), ResponderID.
+func (x *Response) ext(r reader, e Ext, start int) (ok bool, err error) {
+	if ok, err := x.NetExt.take(r, e, start); ok || err != nil {
+		return true, err
+	}
+	if e.Header != ExtResponderID {
+		return false, nil
+	}
+	x.HasResponderID = true
+	x.ResponderID, err = r.entityGlobalIDExt(e, start, "responder_id")
+	return true, err
 }
 
 // ParseResponse decodes a Response; b starts after the header byte h.
 func ParseResponse(b []byte, h byte) (Response, int, error) {
-	var m Response
-	r := reader{b: b, msg: "RESPONSE"}
-	err := m.decode(&r, h, nil)
-	return m, r.i, err
+	return parse(b, "RESPONSE", func(m *Response, r *reader) error { return m.decode(r, h, nil) })
 }
 
 // ResponseFinal ends the replies to a REQUEST (zenoh-wire.md §9.5):
@@ -158,7 +139,8 @@ func (m *ResponseFinal) decode(r *reader, h byte) error {
 	x := ResponseFinal{}
 	var err error
 	if x.ID, err = r.z32("request_id"); err == nil {
-		x.Exts, err = x.NetExt.exts(r, m.Exts[:0], h&FlagZ != 0)
+		x.Exts = m.Exts[:0]
+		err = r.extChain(&x.Exts, h&FlagZ != 0, x.NetExt.take)
 	}
 	*m = x
 	return err
@@ -166,8 +148,5 @@ func (m *ResponseFinal) decode(r *reader, h byte) error {
 
 // ParseResponseFinal decodes a ResponseFinal; b starts after the header h.
 func ParseResponseFinal(b []byte, h byte) (ResponseFinal, int, error) {
-	var m ResponseFinal
-	r := reader{b: b, msg: "RESPONSE_FINAL"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "RESPONSE_FINAL", func(m *ResponseFinal, r *reader) error { return m.decode(r, h) })
 }

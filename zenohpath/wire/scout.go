@@ -85,17 +85,15 @@ func (m *Scout) decode(r *reader, h byte) error {
 			return err
 		}
 	}
-	x.Exts, err = r.exts(m.Exts[:0], h&FlagZ != 0)
+	x.Exts = m.Exts[:0]
+	err = r.extChain(&x.Exts, h&FlagZ != 0, nil)
 	*m = x
 	return err
 }
 
 // ParseScout decodes a Scout; b starts after the header byte h.
 func ParseScout(b []byte, h byte) (Scout, int, error) {
-	var m Scout
-	r := reader{b: b, msg: "SCOUT"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "SCOUT", func(m *Scout, r *reader) error { return m.decode(r, h) })
 }
 
 // Hello answers a Scout (zenoh-wire.md §7):
@@ -150,14 +148,9 @@ func (m Hello) Append(b []byte) []byte {
 	return finishHeader(&w, p)
 }
 
-func (m *Hello) decode(r *reader, h byte) error {
-	x := Hello{}
-	err := x.decodeRest(r, h, m.Exts[:0])
-	*m = x
-	return err
-}
-
-func (x *Hello) decodeRest(r *reader, h byte, exts []Ext) error {
+func (x *Hello) decode(r *reader, h byte) error {
+	exts := x.Exts[:0]
+	*x = Hello{}
 	var err error
 	if x.Version, err = r.u8("version"); err != nil {
 		return err
@@ -184,16 +177,14 @@ func (x *Hello) decodeRest(r *reader, h byte, exts []Ext) error {
 			x.Locators = append(x.Locators, string(s))
 		}
 	}
-	x.Exts, err = r.exts(exts, h&FlagZ != 0)
+	x.Exts = exts
+	err = r.extChain(&x.Exts, h&FlagZ != 0, nil)
 	return err
 }
 
 // ParseHello decodes a Hello; b starts after the header byte h.
 func ParseHello(b []byte, h byte) (Hello, int, error) {
-	var m Hello
-	r := reader{b: b, msg: "HELLO"}
-	err := m.decode(&r, h)
-	return m, r.i, err
+	return parse(b, "HELLO", func(m *Hello, r *reader) error { return m.decode(r, h) })
 }
 
 // ParseScouting decodes one scouting message (a whole UDP datagram)

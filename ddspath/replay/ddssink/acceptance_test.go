@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/ddspath"
-	"github.com/picobridge/picobridge/ddspath/fastddspeer"
 	"github.com/picobridge/picobridge/ddspath/replay"
 	"github.com/picobridge/picobridge/ddspath/replay/ddssink"
 	"github.com/picobridge/picobridge/ddspath/ros2"
 	"github.com/picobridge/picobridge/ddspath/rosbag"
+	"github.com/picobridge/picobridge/internal/fastddspeer"
 )
 
 // replaySpeed is the speed factor of the acceptance replay: the 123 s bag is due within

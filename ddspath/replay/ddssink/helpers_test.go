@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/picobridge/picobridge/ddspath"
-	"github.com/picobridge/picobridge/ddspath/fastddspeer"
 	"github.com/picobridge/picobridge/ddspath/rosbag/rosbagtest"
+	"github.com/picobridge/picobridge/internal/fastddspeer"
 	"github.com/stretchr/testify/require"
 )
 

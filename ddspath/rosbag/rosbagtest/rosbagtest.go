@@ -4,8 +4,15 @@ package rosbagtest
 import (
 	"os"
 	"path/filepath"
-	"testing"
 )
+
+// TB is the part of testing.TB the helpers use. Taking it, not testing.TB,
+// keeps the testing package out of the binaries that call FindMumbleDir
+// (cmd/picoeval, eval/demo, eval/runner).
+type TB interface {
+	Helper()
+	Skipf(format string, args ...any)
+}
 
 // MumbleRel is the data set's path relative to the shared folder's parent.
 const MumbleRel = "shared/data/mumble_rplidar_imu"
@@ -16,7 +23,7 @@ var MumbleBags = []string{"hallway_room_loop", "no_loop_room"}
 // MumbleDir returns the mumble_rplidar_imu folder: $PICOBRIDGE_SHARED/data/mumble_rplidar_imu
 // when PICOBRIDGE_SHARED is set, else the first shared/data/mumble_rplidar_imu found walking
 // up from the working directory. It skips the test when neither exists.
-func MumbleDir(t testing.TB) string {
+func MumbleDir(t TB) string {
 	t.Helper()
 	if dir, ok := FindMumbleDir(); ok {
 		return dir
@@ -50,7 +57,7 @@ func FindMumbleDir() (string, bool) {
 }
 
 // MumbleBag returns the directory of one bag of the data set, skipping like MumbleDir.
-func MumbleBag(t testing.TB, name string) string {
+func MumbleBag(t TB, name string) string {
 	t.Helper()
 	dir := filepath.Join(MumbleDir(t), name)
 	if !isDir(dir) {

@@ -6,7 +6,7 @@
 // each with the current time as source timestamp, answering one line per frame on stdout:
 //   ok <write_ns>   |   fail <write_ns>
 // Startup lines: "ready", then "matched <n>" on every change of the matched reader count.
-// The type-support class is copied from ddspath/fastddspeer/src/peer.cpp (raw payload).
+// The type-support class is copied from internal/fastddspeer/src/peer.cpp (raw payload).
 //
 // Build: g++ -std=c++17 -O2 pub.cpp -o fastddspub -lfastrtps -lfastcdr -lpthread
 #include <fastdds/dds/domain/DomainParticipant.hpp>
