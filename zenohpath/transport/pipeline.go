@@ -354,7 +354,10 @@ func (s *Session) refuse(it *txItem, o SendOptions) error {
 // second, the 2-byte stream prefix included), 0 = unpaced: the writer
 // releases batches under a token bucket at that rate with bursts of at most
 // one batch, so the queue forms here, where priority decides the order, and
-// not in a bottleneck downstream (issue 10 item 2). While paced, batches and
+// not in a bottleneck downstream (issue 10 item 2). An express message
+// (RealTime or above) does not wait for tokens: it goes next and its bytes
+// are charged, so the bulk behind it pays the debt (critical first; the
+// rate holds on average; issue 30). While paced, batches and
 // fragments are cut to at most rate × 1 ms (clamped to [1 KiB, negotiated
 // batch]), so a higher-priority message waits about 1 ms behind bulk bytes
 // whatever the batch size (12.5 KB at 100 Mbit/s); a message larger than

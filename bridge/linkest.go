@@ -1,0 +1,323 @@
+package bridge
+
+import (
+	"sync"
+	"time"
+)
+
+// The learned link budget (policy.link.estimate: learn, issue 30 item 2):
+// with no configuration, each device link's pacing rate is found from what
+// the link shows, and kept a little below the rate at which a queue starts
+// to build, so the bottleneck queue stays short and a critical sample does
+// not wait behind bulk bytes the gateway can no longer overtake
+// (../shared/design/egress-link.md).
+//
+// The signals, read every policy.link.estimate_interval (linkSignal):
+//   - the queue delay: the device's probe RTT above its 10 s minimum (end
+//     to end, device time excluded, so it sees a queue before the receiver
+//     — Wi-Fi, LTE, a router — and one behind the receiving socket, such
+//     as eval/linkemu's, whose bytes TCP already acknowledged). The
+//     socket's smoothed RTT is not used: delayed ACKs inflate it whenever
+//     traffic is sparse or paced;
+//   - receive-window stalls (tcpi_rwnd_limited): the receiver, or a queue
+//     behind it, takes no more;
+//   - the acknowledged byte rate (tcpi_bytes_acked), what the link took;
+//   - demand: the gateway held bytes for the device (the transport's
+//     backlog, or a lane held by the budget), i.e. the rate, not the
+//     traffic, was the limit.
+//
+// The rule (delay-based AIMD, in the spirit of BBR's keep-in-flight-near-
+// one-BDP and its drain phase, of TCP Vegas and of CUBIC's faster probing
+// far from the last loss; Cardwell et al. 2016, Brakmo & Peterson 1995, Ha
+// et al. 2008): unpaced until the first sign of a queue; on a sign of a
+// queue (delay above policy.link.target_delay, or receive-window stalls in
+// ≥ 10 % of the interval) while the gateway had bytes waiting for the link
+// within the last 2 × learnHold (else the queue is not ours, or the reading
+// is noise), the rate drops to learnDecrease × itself — × the acknowledged
+// rate for the first queue, and at most × the acknowledged rate of a
+// reading that stalled half the time (the link's own rate) — then holds for learnHold
+// so the next reading reflects the drop; when the queue is deeper than
+// twice the target (a rate step down), a drain at learnDrain × that rate
+// comes first, halved again each learnHold the delay does not shrink, and
+// the rate resumes once the delay is back under the target. Without a queue and with demand, the
+// rate grows by learnGrowth per second, doubled for every 2 s spent
+// growing since the last decrease (up to 100 %/s): slow near the rate that
+// built the last queue, fast when the link got faster. A configured
+// link_bytes_per_s × headroom is the ceiling.
+
+// linkSignal is one reading of a device link (TCP_INFO and the gateway's
+// own state), taken every policy.link.estimate_interval.
+type linkSignal struct {
+	// Acked is the socket's cumulative acknowledged bytes
+	// (tcpi_bytes_acked); RwndLimited its cumulative time stalled by the
+	// receive window (tcpi_rwnd_limited). TCP: true when these and the RTTs
+	// were read.
+	TCP         bool
+	Acked       uint64
+	RwndLimited time.Duration
+	MinRTT      time.Duration // tcpi_min_rtt, for status
+	// Demand: the gateway held bytes for the device at the reading.
+	Demand bool
+}
+
+// Learned-rate constants (issue 30; measured with cmd/egressbench, see
+// docs/egressbench.md "Learned link budget").
+const (
+	// learnDecrease is the share of min(rate, acknowledged rate) kept on a
+	// sign of a queue: 0.9, so the sawtooth's mean stays ≥ 90 % of the
+	// link while a queue built above it drains.
+	learnDecrease = 0.9
+	// learnDrain is the share paced while a deep queue drains (BBR's
+	// drain gain is 1/2.885 of its startup gain; 0.5 empties a queue of
+	// delay q in 2q).
+	learnDrain = 0.5
+	// learnGrowth is the rate's least growth per second with demand and no
+	// queue: 3 %/s. With a probe every 200 ms (the classifier's 5 Hz) and
+	// a 2 ms target, the queue when the overshoot is seen is ≤ 5 ms
+	// (growth g: delay ≈ g·t²/2 after crossing the link rate).
+	learnGrowth = 0.03
+	// learnGrowthMax caps the doubled growth: 100 %/s.
+	learnGrowthMax = 1.0
+	// learnGrowthDoubling is the growing time after which the growth
+	// doubles.
+	learnGrowthDoubling = 2 * time.Second
+	// learnHold is the least time between two decreases: one probe
+	// interval, so the next decrease acts on a reading taken after the
+	// previous one.
+	learnHold = 200 * time.Millisecond
+	// learnStall is the receive-window stall share of an interval that
+	// counts as a queue.
+	learnStall = 0.10
+	// probeMinWindow is the span of the probe RTT's minimum filter (BBR's
+	// min-RTT window).
+	probeMinWindow = 10 * time.Second
+)
+
+// LinkLearnStatus is the learned link budget of a device (/devicez,
+// picobridge status, Prometheus picobridge_device_link_*).
+type LinkLearnStatus struct {
+	// RateBytesPerS is the learned pacing rate, bytes/s; 0: not learned
+	// (no queue seen yet: unpaced).
+	RateBytesPerS float64 `json:"rate_bytes_per_s"`
+	// AckedBytesPerS is what the link acknowledged over the last interval.
+	AckedBytesPerS float64 `json:"acked_bytes_per_s"`
+	// MinRTT is the socket's minimum RTT (tcpi_min_rtt); ProbeMinRTT the
+	// device probes' 10 s minimum (device time excluded).
+	MinRTT      time.Duration `json:"min_rtt_ns"`
+	ProbeMinRTT time.Duration `json:"probe_min_rtt_ns"`
+	// QueueDelay is the last queue estimate (the newest probe's RTT above
+	// its 10 s minimum);
+	// QueueBytes is it at the acknowledged rate.
+	QueueDelay time.Duration `json:"queue_delay_ns"`
+	QueueBytes float64       `json:"queue_bytes"`
+	// Decreases and Increases count the rate's changes.
+	Decreases uint64 `json:"decreases"`
+	Increases uint64 `json:"increases"`
+}
+
+// linkLearner is one device link's learned rate. Safe for concurrent use.
+type linkLearner struct {
+	mu sync.Mutex
+	// target is policy.link.target_delay; floor and ceiling bound the rate
+	// (policy.link.min_bytes_per_s; the configured budget × headroom, 0:
+	// none).
+	target         time.Duration
+	floor, ceiling float64
+
+	started   bool
+	lastAt    time.Time
+	last      linkSignal
+	rate      float64
+	holdUntil time.Time
+	// A drain (resume > 0): the rate is cut while the queue delay stays
+	// above the target, then resume applies; qCut and cutAt are the delay
+	// and time of the last cut. linkRate is the acknowledged rate of the
+	// last reading that stalled at least half the time (0: none).
+	resume   float64
+	qCut     time.Duration
+	cutAt    time.Time
+	linkRate float64
+	// demandAt is the last reading with demand.
+	demandAt time.Time
+	// grown is the time spent growing since the last decrease.
+	grown time.Duration
+
+	probeQ     time.Duration
+	probeFresh bool
+	probes     []timedRTT // the probe RTTs of the last probeMinWindow
+	st         LinkLearnStatus
+}
+
+type timedRTT struct {
+	at  time.Time
+	rtt time.Duration
+}
+
+// configure sets the target delay and the rate's bounds; a ceiling (a
+// configured budget) also starts the rate there instead of unpaced.
+func (l *linkLearner) configure(target time.Duration, floor, ceiling float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.target, l.floor, l.ceiling = target, floor, ceiling
+	if ceiling > 0 && (l.rate == 0 || l.rate > ceiling) {
+		l.rate = ceiling
+	}
+	l.st.RateBytesPerS = l.rate
+}
+
+// probe records a probe RTT (device processing excluded) answered at now:
+// its delay above the 10 s minimum is the end-to-end queue estimate the
+// next update uses.
+func (l *linkLearner) probe(rtt time.Duration, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keep := l.probes[:0]
+	for _, p := range l.probes {
+		if now.Sub(p.at) < probeMinWindow {
+			keep = append(keep, p)
+		}
+	}
+	l.probes = append(keep, timedRTT{now, rtt})
+	least := rtt
+	for _, p := range l.probes {
+		least = min(least, p.rtt)
+	}
+	l.st.ProbeMinRTT = least
+	l.probeQ, l.probeFresh = rtt-least, true
+}
+
+// update takes one reading and returns the pacing rate in bytes/s (0:
+// unpaced) and whether it changed.
+func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev := l.rate
+	if !l.started || (s.TCP && s.Acked < l.last.Acked) {
+		l.started, l.lastAt, l.last = true, now, s
+		return l.rate, false
+	}
+	dt := now.Sub(l.lastAt).Seconds()
+	if dt <= 0 {
+		return l.rate, false
+	}
+	var acked, stall float64
+	var q time.Duration
+	if s.TCP {
+		acked = float64(s.Acked-l.last.Acked) / dt
+		stall = (s.RwndLimited - l.last.RwndLimited).Seconds() / dt
+		// The socket's smoothed RTT is no queue signal: with sparse or
+		// paced traffic every segment waits for a delayed ACK (measured on
+		// loopback: tcpi_rtt 5–29 ms over a 5 µs tcpi_min_rtt, no queue
+		// anywhere), so only the probes measure the queue delay.
+		l.st.MinRTT = s.MinRTT
+	}
+	if l.probeFresh {
+		q = max(q, l.probeQ)
+		l.probeFresh = false
+	}
+	l.lastAt, l.last = now, s
+	l.st.AckedBytesPerS, l.st.QueueDelay = acked, q
+	l.st.QueueBytes = q.Seconds() * acked
+	if s.Demand {
+		l.demandAt = now
+	}
+	queue := q > l.targetAt(acked) || stall >= learnStall
+	if stall >= 0.5 && acked > 0 {
+		l.linkRate = acked // the queue behind the socket is full: it takes what the link drains
+	} else {
+		l.linkRate = 0
+	}
+	switch {
+	case l.resume > 0: // draining
+		switch {
+		case !queue:
+			l.rate, l.resume = l.resume, 0
+			l.holdUntil = now.Add(learnHold)
+		case now.Sub(l.cutAt) >= learnHold && q > l.qCut*3/4:
+			// Not draining: the link is slower than the drain rate.
+			cap := l.rate
+			if l.linkRate > 0 {
+				cap = min(cap, l.linkRate)
+			}
+			l.resume = max(min(l.resume, cap*learnDecrease), l.floor)
+			l.rate = max(l.rate*learnDrain, l.floor)
+			l.qCut, l.cutAt = q, now
+			l.st.Decreases++
+		}
+	case queue:
+		if now.Before(l.holdUntil) || now.Sub(l.demandAt) > 2*learnHold {
+			// Held, or the gateway had nothing waiting for the link
+			// lately: the queue is not ours (or a noisy reading), and the
+			// acknowledged rate is the traffic's, not the link's.
+			break
+		}
+		base := l.rate
+		if base == 0 {
+			base = acked // the first queue: what the link took while we pushed
+		}
+		if l.linkRate > 0 {
+			base = min(base, l.linkRate)
+		}
+		if base <= 0 {
+			break // no rate known yet and nothing acknowledged (UDP: configured only)
+		}
+		l.rate = max(base*learnDecrease, l.floor)
+		l.holdUntil = now.Add(learnHold)
+		l.grown = 0
+		if q > 2*l.targetAt(acked) {
+			// A deep queue: drain it at half the rate until the delay is
+			// back under the target, halving again each learnHold it
+			// does not shrink by a quarter; then resume.
+			l.resume = l.rate
+			l.rate = max(base*learnDrain, l.floor)
+			l.qCut, l.cutAt = q, now
+		}
+		l.st.Decreases++
+	case s.Demand && l.rate > 0 && (l.ceiling == 0 || l.rate < l.ceiling):
+		g := learnGrowth * float64(int64(1)<<min(int64(l.grown/learnGrowthDoubling), 6))
+		gdt := min(dt, 0.2) // after a gap without readings: no jump
+		l.rate *= 1 + min(g, learnGrowthMax)*gdt
+		l.grown += time.Duration(gdt * float64(time.Second))
+		l.st.Increases++
+	}
+	if l.ceiling > 0 {
+		l.rate = min(l.rate, l.ceiling)
+	}
+	l.st.RateBytesPerS = l.rate
+	return l.rate, l.rate != prev
+}
+
+// learnSlack is what an express probe may find in service on the link
+// ahead of it, in bytes: 4 KiB, a paced chunk and a full-size critical
+// sample. Its transmission time is no queue.
+const learnSlack = 4096
+
+// targetAt is the queue delay that counts as a queue: target_delay plus
+// the time learnSlack takes at the rate (the learned one, else the
+// acknowledged one): 0.33 ms at 100 Mbit/s, 16 ms at 2 Mbit/s, where one
+// 1.5 kB sample already takes 6 ms. Caller holds mu.
+func (l *linkLearner) targetAt(acked float64) time.Duration {
+	r := l.rate
+	if r <= 0 {
+		r = acked
+	}
+	if r <= 0 {
+		return l.target
+	}
+	return l.target + time.Duration(learnSlack/r*float64(time.Second))
+}
+
+// idle: no rate is learned, nothing drains, and the last reading saw no
+// queue, so a reading without new traffic can change nothing.
+func (l *linkLearner) idle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.resume == 0 && l.st.QueueDelay <= l.target && !l.probeFresh
+}
+
+// status is the learner's state for /devicez and the metrics.
+func (l *linkLearner) status() LinkLearnStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.st
+}
