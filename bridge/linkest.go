@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -76,6 +77,9 @@ const (
 	// a 2 ms target, the queue when the overshoot is seen is ≤ 5 ms
 	// (growth g: delay ≈ g·t²/2 after crossing the link rate).
 	learnGrowth = 0.03
+	// learnDrainMax ends a drain that no probe has confirmed (a device
+	// without a probe responder) once the sender no longer stalls.
+	learnDrainMax = time.Second
 	// learnGrowthMax caps the doubled growth: 100 %/s.
 	learnGrowthMax = 1.0
 	// learnGrowthDoubling is the growing time after which the growth
@@ -139,6 +143,10 @@ type linkLearner struct {
 	linkRate float64
 	// demandAt is the last reading with demand.
 	demandAt time.Time
+	// hist holds the readings of the last stallWindow (stalledRate);
+	// ackedMax is the acknowledged rate's peak, halving every 0.5 s.
+	hist     []learnReading
+	ackedMax float64
 	// grown is the time spent growing since the last decrease.
 	grown time.Duration
 
@@ -211,35 +219,40 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 		// anywhere), so only the probes measure the queue delay.
 		l.st.MinRTT = s.MinRTT
 	}
-	if l.probeFresh {
+	fresh := l.probeFresh
+	if fresh {
 		q = max(q, l.probeQ)
 		l.probeFresh = false
 	}
 	l.lastAt, l.last = now, s
+	// The largest acknowledged rate of the last second or so (a burst
+	// acknowledged within one reading): the rate to start from when none
+	// is learned yet, not the quiet reading after the burst.
+	l.ackedMax = max(acked, l.ackedMax*math.Pow(0.5, dt/0.5))
 	l.st.AckedBytesPerS, l.st.QueueDelay = acked, q
 	l.st.QueueBytes = q.Seconds() * acked
 	if s.Demand {
 		l.demandAt = now
 	}
 	queue := q > l.targetAt(acked) || stall >= learnStall
-	if stall >= 0.5 && acked > 0 {
-		l.linkRate = acked // the queue behind the socket is full: it takes what the link drains
-	} else {
-		l.linkRate = 0
-	}
+	l.linkRate = l.stalledRate(now, s)
 	switch {
 	case l.resume > 0: // draining
+		if l.linkRate > 0 { // the link's rate, measured again: re-anchor
+			l.resume = max(l.linkRate*learnDecrease, l.floor)
+			l.rate = min(l.rate, max(l.linkRate*learnDrain, l.floor))
+		}
 		switch {
-		case !queue:
+		case !queue && (fresh || now.Sub(l.cutAt) > learnDrainMax):
+			// A probe through the link found the queue gone (or no probe
+			// came for learnDrainMax: a device without a responder).
 			l.rate, l.resume = l.resume, 0
 			l.holdUntil = now.Add(learnHold)
-		case now.Sub(l.cutAt) >= learnHold && q > l.qCut*3/4:
+		case q > 0 && l.qCut == noDelay:
+			l.qCut, l.cutAt = q, now // the first probe through the queue
+		case q > 0 && now.Sub(l.cutAt) >= learnHold && q > l.qCut*3/4:
 			// Not draining: the link is slower than the drain rate.
-			cap := l.rate
-			if l.linkRate > 0 {
-				cap = min(cap, l.linkRate)
-			}
-			l.resume = max(min(l.resume, cap*learnDecrease), l.floor)
+			l.resume = max(min(l.resume, l.rate*learnDecrease), l.floor)
 			l.rate = max(l.rate*learnDrain, l.floor)
 			l.qCut, l.cutAt = q, now
 			l.st.Decreases++
@@ -251,19 +264,31 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 			// acknowledged rate is the traffic's, not the link's.
 			break
 		}
+		l.holdUntil = now.Add(learnHold)
+		l.grown = 0
+		if l.linkRate > 0 {
+			// The sender stalled half of the last stallWindow: the queue
+			// behind the socket is full and the link's own rate is known.
+			// Drain at half of it, then resume just below it.
+			l.resume = max(l.linkRate*learnDecrease, l.floor)
+			l.rate = max(l.linkRate*learnDrain, l.floor)
+			l.qCut, l.cutAt = noDelay, now
+			if q > 0 {
+				l.qCut = q
+			}
+			l.st.Decreases++
+			break
+		}
 		base := l.rate
 		if base == 0 {
-			base = acked // the first queue: what the link took while we pushed
-		}
-		if l.linkRate > 0 {
-			base = min(base, l.linkRate)
+			base = l.ackedMax // the first queue: what the link took while we pushed
+		} else if stall >= learnStall && acked > 0 && acked < base {
+			base = acked // stalls: what the link took
 		}
 		if base <= 0 {
 			break // no rate known yet and nothing acknowledged (UDP: configured only)
 		}
 		l.rate = max(base*learnDecrease, l.floor)
-		l.holdUntil = now.Add(learnHold)
-		l.grown = 0
 		if q > 2*l.targetAt(acked) {
 			// A deep queue: drain it at half the rate until the delay is
 			// back under the target, halving again each learnHold it
@@ -287,6 +312,46 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 	return l.rate, l.rate != prev
 }
 
+// stallWindow is the span over which a stalled link's rate is measured:
+// long enough to hold several window updates (a receiver reopens its
+// window by one MSS, 64 KiB on loopback: one update per 52 ms at 10
+// Mbit/s, so a 50 ms reading may see none).
+const stallWindow = 400 * time.Millisecond
+
+// stalledRate records the reading and returns the acknowledged rate over
+// the last stallWindow when the sender stalled on the receive window for
+// at least half of it (the queue behind the socket is full: it takes what
+// the link drains), else 0. Caller holds mu.
+func (l *linkLearner) stalledRate(now time.Time, s linkSignal) float64 {
+	if !s.TCP {
+		return 0
+	}
+	l.hist = append(l.hist, learnReading{now, s.Acked, s.RwndLimited})
+	i := 0
+	for i < len(l.hist)-1 && now.Sub(l.hist[i+1].at) >= stallWindow {
+		i++
+	}
+	l.hist = l.hist[i:]
+	old := l.hist[0]
+	dt := now.Sub(old.at)
+	if dt < stallWindow/2 || s.Acked < old.acked {
+		return 0
+	}
+	if float64(s.RwndLimited-old.rwnd) < 0.5*float64(dt) {
+		return 0
+	}
+	return float64(s.Acked-old.acked) / dt.Seconds()
+}
+
+// noDelay marks a drain whose queue no probe has measured yet.
+const noDelay = time.Duration(1<<63 - 1)
+
+type learnReading struct {
+	at    time.Time
+	acked uint64
+	rwnd  time.Duration
+}
+
 // learnSlack is what an express probe may find in service on the link
 // ahead of it, in bytes: 4 KiB, a paced chunk and a full-size critical
 // sample. Its transmission time is no queue.
@@ -299,7 +364,7 @@ const learnSlack = 4096
 func (l *linkLearner) targetAt(acked float64) time.Duration {
 	r := l.rate
 	if r <= 0 {
-		r = acked
+		r = max(acked, l.ackedMax)
 	}
 	if r <= 0 {
 		return l.target

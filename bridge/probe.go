@@ -10,7 +10,7 @@ import (
 // The probe protocol (docs/probe.md). The gateway publishes a ping to each
 // device at 5 Hz on
 //
-//	@picobridge/probe/<device>/ping    gateway → device, best effort, express
+//	@picobridge/probe/<device>/ping    gateway → device, reliable channel, express
 //
 // and the device's responder answers each ping on
 //
