@@ -1011,6 +1011,9 @@ func (d *Device) learnLink(now time.Time) {
 		}
 	}
 	rate, changed := d.learn.update(now, sig)
+	if d.g.cfg.Classifier.Enabled && d.learn.wantProbe(now) {
+		d.probe(now) // faster feedback while learning or draining
+	}
 	if !changed {
 		return
 	}

@@ -40,7 +40,10 @@ import (
 // so the next reading reflects the drop; when the queue is deeper than
 // twice the target (a rate step down), a drain at learnDrain × that rate
 // comes first, halved again each learnHold the delay does not shrink, and
-// the rate resumes once the delay is back under the target. Without a queue and with demand, the
+// the rate resumes once the delay is back under the target. The link's
+// own rate, where known — from the acknowledged rate while the sender
+// stalls, or from the slope of a draining queue between two probes at one
+// pacing rate (C = r / (1 + dq/dt)) — anchors the drain and the rate it resumes at. Without a queue and with demand, the
 // rate grows by learnGrowth per second, doubled for every 2 s spent
 // growing since the last decrease (up to 100 %/s): slow near the rate that
 // built the last queue, fast when the link got faster. A configured
@@ -68,10 +71,12 @@ const (
 	// sign of a queue: 0.9, so the sawtooth's mean stays ≥ 90 % of the
 	// link while a queue built above it drains.
 	learnDecrease = 0.9
-	// learnDrain is the share paced while a deep queue drains (BBR's
-	// drain gain is 1/2.885 of its startup gain; 0.5 empties a queue of
-	// delay q in 2q).
-	learnDrain = 0.5
+	// learnDrain is the share paced while a deep queue drains: 0.25
+	// empties a queue of delay q in 4q/3 (BBR drains at 1/2.885 of its
+	// startup gain); express traffic does not wait for the pacing, so only
+	// bulk slows down. After a step 100 → 10 Mbit/s through linkemu the
+	// queue behind the socket held 1.2 MB (≈ 1 s at 10 Mbit/s).
+	learnDrain = 0.25
 	// learnGrowth is the rate's least growth per second with demand and no
 	// queue: 3 %/s. With a probe every 200 ms (the classifier's 5 Hz) and
 	// a 2 ms target, the queue when the overshoot is seen is ≤ 5 ms
@@ -80,6 +85,9 @@ const (
 	// learnDrainMax ends a drain that no probe has confirmed (a device
 	// without a probe responder) once the sender no longer stalls.
 	learnDrainMax = time.Second
+	// learnDrainProbed bounds the wait for a probe through a queue being
+	// drained (a probe may be lost).
+	learnDrainProbed = 5 * time.Second
 	// learnGrowthMax caps the doubled growth: 100 %/s.
 	learnGrowthMax = 1.0
 	// learnGrowthDoubling is the growing time after which the growth
@@ -147,6 +155,14 @@ type linkLearner struct {
 	// ackedMax is the acknowledged rate's peak, halving every 0.5 s.
 	hist     []learnReading
 	ackedMax float64
+	// fastAt is when the last extra probe was asked for (wantProbe).
+	fastAt time.Time
+	// rateAt is when the rate last changed; prevProbe the probe a slope
+	// starts from; slopeRate the link rate the last slope gave, at slopeAt.
+	rateAt    time.Time
+	prevProbe probeMark
+	slopeRate float64
+	slopeAt   time.Time
 	// grown is the time spent growing since the last decrease.
 	grown time.Duration
 
@@ -191,7 +207,46 @@ func (l *linkLearner) probe(rtt time.Duration, now time.Time) {
 		least = min(least, p.rtt)
 	}
 	l.st.ProbeMinRTT = least
-	l.probeQ, l.probeFresh = rtt-least, true
+	q := rtt - least
+	// The queue's slope between two probes at one pacing rate r, with
+	// bytes waiting (demand) and a queue at both: it shrinks at C − r, so
+	// dq/dt = r/C − 1 and C = r / (1 + dq/dt). The probes must be ≥
+	// slopeSpan apart, so a few ms of probe jitter move the estimate by a
+	// few %.
+	if p := l.prevProbe; !p.at.IsZero() && l.rate > 0 && l.rateAt.Before(p.at) &&
+		now.Sub(l.demandAt) < learnHold && p.q > l.target && q > l.target {
+		if span := now.Sub(p.at); span >= slopeSpan && span <= 2*learnHold {
+			// Only a shrinking queue, drained at ≥ 20 % of the link: a
+			// growing one may be full (a bounded queue stops growing while
+			// the sender stalls: dq/dt 0 would read as C = r), and near
+			// dq/dt = −1 a few ms of jitter swing the estimate.
+			slope := (q - p.q).Seconds() / span.Seconds()
+			if slope <= 0 && slope >= -0.8 {
+				l.slopeRate, l.slopeAt = l.rate/(1+slope), now
+			}
+		}
+	}
+	if l.prevProbe.at.IsZero() || now.Sub(l.prevProbe.at) >= slopeSpan {
+		l.prevProbe = probeMark{now, q}
+	}
+	l.probeQ, l.probeFresh = q, true
+}
+
+// slopeSpan is the least time between the two probes of a slope estimate.
+const slopeSpan = 100 * time.Millisecond
+
+// linkEstimate is the link's rate from the queue's slope when measured
+// within the last second, else 0. Caller holds mu.
+func (l *linkLearner) linkEstimate(now time.Time) float64 {
+	if l.slopeRate > 0 && now.Sub(l.slopeAt) < time.Second {
+		return l.slopeRate
+	}
+	return 0
+}
+
+type probeMark struct {
+	at time.Time
+	q  time.Duration
 }
 
 // update takes one reading and returns the pacing rate in bytes/s (0:
@@ -238,21 +293,25 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 	l.linkRate = l.stalledRate(now, s)
 	switch {
 	case l.resume > 0: // draining
-		if l.linkRate > 0 { // the link's rate, measured again: re-anchor
-			l.resume = max(l.linkRate*learnDecrease, l.floor)
-			l.rate = min(l.rate, max(l.linkRate*learnDrain, l.floor))
+		if c := max(l.linkRate, l.linkEstimate(now)); c > 0 { // the link's rate, measured again: re-anchor
+			l.resume = max(c*learnDecrease, l.floor)
+			l.rate = min(l.rate, max(c*learnDrain, l.floor))
 		}
 		switch {
-		case !queue && (fresh || now.Sub(l.cutAt) > learnDrainMax):
-			// A probe through the link found the queue gone (or no probe
-			// came for learnDrainMax: a device without a responder).
+		case !queue && (fresh || (len(l.probes) == 0 && now.Sub(l.cutAt) > learnDrainMax) || now.Sub(l.cutAt) > learnDrainProbed):
+			// A probe through the link found the queue gone (or, for a
+			// device without a responder, the sender stopped stalling
+			// learnDrainMax ago; with one, its probes may be stuck in the
+			// queue being drained: wait for one, at most learnDrainProbed).
 			l.rate, l.resume = l.resume, 0
 			l.holdUntil = now.Add(learnHold)
 		case q > 0 && l.qCut == noDelay:
 			l.qCut, l.cutAt = q, now // the first probe through the queue
 		case q > 0 && now.Sub(l.cutAt) >= learnHold && q > l.qCut*3/4:
-			// Not draining: the link is slower than the drain rate.
-			l.resume = max(min(l.resume, l.rate*learnDecrease), l.floor)
+			// Not draining: the link is slower than the drain rate. The
+			// rate to resume at stays (the link's rate, when known,
+			// re-anchors it above); a probe through a deep queue reports
+			// the queue when it was sent, so this cuts the drain only.
 			l.rate = max(l.rate*learnDrain, l.floor)
 			l.qCut, l.cutAt = q, now
 			l.st.Decreases++
@@ -266,12 +325,13 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 		}
 		l.holdUntil = now.Add(learnHold)
 		l.grown = 0
-		if l.linkRate > 0 {
-			// The sender stalled half of the last stallWindow: the queue
-			// behind the socket is full and the link's own rate is known.
-			// Drain at half of it, then resume just below it.
-			l.resume = max(l.linkRate*learnDecrease, l.floor)
-			l.rate = max(l.linkRate*learnDrain, l.floor)
+		if c := max(l.linkRate, l.linkEstimate(now)); c > 0 {
+			// The sender stalled half of the last stallWindow (the queue
+			// behind the socket is full), or the queue's slope gave the
+			// link's own rate: drain at learnDrain × it, then resume just
+			// below it.
+			l.resume = max(c*learnDecrease, l.floor)
+			l.rate = max(c*learnDrain, l.floor)
 			l.qCut, l.cutAt = noDelay, now
 			if q > 0 {
 				l.qCut = q
@@ -290,7 +350,7 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 		}
 		l.rate = max(base*learnDecrease, l.floor)
 		if q > 2*l.targetAt(acked) {
-			// A deep queue: drain it at half the rate until the delay is
+			// A deep queue: drain it at learnDrain × the rate until the delay is
 			// back under the target, halving again each learnHold it
 			// does not shrink by a quarter; then resume.
 			l.resume = l.rate
@@ -309,6 +369,9 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 		l.rate = min(l.rate, l.ceiling)
 	}
 	l.st.RateBytesPerS = l.rate
+	if l.rate != prev {
+		l.rateAt = now
+	}
 	return l.rate, l.rate != prev
 }
 
@@ -370,6 +433,26 @@ func (l *linkLearner) targetAt(acked float64) time.Duration {
 		return l.target
 	}
 	return l.target + time.Duration(learnSlack/r*float64(time.Second))
+}
+
+// learnFastProbe is the probe interval while the learner waits for a
+// probe to act on: before the first queue (with demand) and while a queue
+// drains. At the classifier's 5 Hz alone, the first queue is seen up to
+// 200 ms late, which at 10 Mbit/s is two more 100 kB bursts in the
+// bottleneck queue.
+const learnFastProbe = 50 * time.Millisecond
+
+// wantProbe: an extra probe would help now (learning or draining, the last
+// one at least learnFastProbe ago); it records the probe as sent.
+func (l *linkLearner) wantProbe(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	learning := l.rate == 0 && !l.demandAt.IsZero() && now.Sub(l.demandAt) < time.Second
+	if !(learning || l.resume > 0) || now.Sub(l.fastAt) < learnFastProbe {
+		return false
+	}
+	l.fastAt = now
+	return true
 }
 
 // idle: no rate is learned, nothing drains, and the last reading saw no

@@ -164,7 +164,7 @@ func TestLinkLearnerNoEvidence(t *testing.T) {
 }
 
 // The first queue seen with demand: 1 MB/s acknowledged and a 49 ms queue
-// (deeper than twice the target): a drain at half of it; a reading within
+// (deeper than twice the target): a drain at a quarter of it; a reading within
 // learnHold cuts nothing more; once a probe is back under the target the
 // rate is 90 % of what the link acknowledged.
 func TestLinkLearnerFirstQueueDrains(t *testing.T) {
@@ -178,15 +178,33 @@ func TestLinkLearnerFirstQueueDrains(t *testing.T) {
 	s.Acked += 50000
 	r, changed := l.update(t0.Add(50*time.Millisecond), s)
 	require.True(t, changed)
-	require.InDelta(t, 0.5e6, r, 1)
+	require.InDelta(t, 0.25e6, r, 1)
 	s.Acked += 25000
 	l.probe(40*time.Millisecond, t0.Add(90*time.Millisecond)) // shrinking: no cut
 	r, _ = l.update(t0.Add(100*time.Millisecond), s)
-	require.InDelta(t, 0.5e6, r, 1)
+	require.InDelta(t, 0.25e6, r, 1)
 	s.Acked += 25000
 	l.probe(2*time.Millisecond, t0.Add(140*time.Millisecond))
 	r, _ = l.update(t0.Add(150*time.Millisecond), s)
 	require.InDelta(t, 0.9e6, r, 1)
 	require.Equal(t, uint64(1), l.status().Decreases)
 	require.Equal(t, time.Millisecond, l.status().ProbeMinRTT)
+}
+
+// Extra probes: none before any demand; every learnFastProbe while no rate
+// is learned and the gateway has bytes waiting; none once a rate is
+// learned without a drain.
+func TestLinkLearnerWantsProbes(t *testing.T) {
+	l := &linkLearner{}
+	l.configure(2*time.Millisecond, 16384, 0)
+	t0 := time.Unix(0, 0)
+	require.False(t, l.wantProbe(t0), "no demand yet")
+	s := linkSignal{TCP: true, Acked: 1, Demand: true}
+	l.update(t0, s)
+	l.update(t0.Add(10*time.Millisecond), s)
+	require.True(t, l.wantProbe(t0.Add(10*time.Millisecond)))
+	require.False(t, l.wantProbe(t0.Add(40*time.Millisecond)), "within learnFastProbe")
+	require.True(t, l.wantProbe(t0.Add(60*time.Millisecond)))
+	l.configure(2*time.Millisecond, 16384, 1e6) // a rate (the ceiling), no drain
+	require.False(t, l.wantProbe(t0.Add(200*time.Millisecond)))
 }
