@@ -111,7 +111,8 @@ type Row struct {
 	// bytes sent per second, LinkBps the impaired link's mean rate in bytes/s (0: none).
 	Goodput, Offered, LinkBps float64
 	// P99AfterStep is the p99 latency of the samples sent from Scenario.StepAt +
-	// StepGrace on (-1: no step).
+	// StepGrace on, or, without a step, from LearnGrace on: after a learned link
+	// budget settled (-1: none sent then).
 	P99AfterStep float64
 	Target       string
 	Met          string // "yes", "no" or ""
@@ -640,8 +641,8 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 			a.lat = append(a.lat, r.lat...)
 			a.bytes += float64(len(r.seen) * p.st.Size)
 			a.offer += float64(p.sent * p.st.Size)
-			if sc.StepTo > 0 {
-				from := tStart.Add(sc.StepAt + sc.StepGrace).UnixNano()
+			{
+				from := tStart.Add(afterFrom(sc)).UnixNano()
 				for i, at := range r.sentAt {
 					if at >= from {
 						a.after = append(a.after, r.lat[i])
@@ -669,12 +670,12 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 		row.Goodput, row.Offered = a.bytes/secs, a.offer/secs
 		row.LinkBps = float64(sc.Link) / 8
 		row.P99AfterStep = -1
+		if len(a.after) > 0 {
+			row.P99AfterStep = benchkit.Percentile(a.after, 0.99)
+		}
 		if sc.StepTo > 0 {
 			at := sc.StepAt.Seconds() / secs
 			row.LinkBps = (at*float64(sc.Link) + (1-at)*float64(sc.StepTo)) / 8
-			if len(a.after) > 0 {
-				row.P99AfterStep = benchkit.Percentile(a.after, 0.99)
-			}
 		}
 		if sys == Gateway {
 			row.ClassChanges = changes[k[1]]
@@ -694,6 +695,18 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// LearnGrace is when the "p99 from" column starts in a scenario without a rate step: 2 s
+// after publishing started, when a learned link budget (issue 30) has settled.
+const LearnGrace = 2 * time.Second
+
+// afterFrom is when the samples of the "p99 from" column start, after publishing started.
+func afterFrom(sc Scenario) time.Duration {
+	if sc.StepTo > 0 {
+		return sc.StepAt + sc.StepGrace
+	}
+	return LearnGrace
 }
 
 // covers: sub is key itself or a "prefix/**" that includes it.

@@ -79,8 +79,9 @@ type Scenario struct {
 	// LinkQueue is linkemu's per-direction queue in bytes (0: Options.LinkQueue).
 	LinkQueue int
 	// StepTo, when set, is the impaired devices' rate from StepAt after publishing
-	// started (issue 30: a rate step 100 → 10 Mbit/s mid-run); rows then also report the
-	// p99 of the samples sent from StepAt + StepGrace on (Row.P99AfterStep).
+	// started (issue 30: a rate step 100 → 10 Mbit/s mid-run); rows then report the
+	// p99 of the samples sent from StepAt + StepGrace on (Row.P99AfterStep; without a
+	// step, from LearnGrace on).
 	StepTo    linkemu.Bitrate
 	StepAt    time.Duration
 	StepGrace time.Duration

@@ -7,7 +7,7 @@ import (
 )
 
 // Header is the table's header line.
-const Header = "| scenario | system | stream → device | sent | delivered | lost | dup / reordered | p50 ms | p99 ms | max ms | drops counted (/metrics) | RSS at start MiB | RSS growth MiB | CPU s | class changes | goodput MB/s (% of offered, % of link) | p99 from step + 2 s ms | target | met |"
+const Header = "| scenario | system | stream → device | sent | delivered | lost | dup / reordered | p50 ms | p99 ms | max ms | drops counted (/metrics) | RSS at start MiB | RSS growth MiB | CPU s | class changes | goodput MB/s (% of offered, % of link) | p99 from 2 s (step: from step + 2 s) ms | target | met |"
 
 func mib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) }
 
