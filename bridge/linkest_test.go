@@ -163,8 +163,9 @@ func TestLinkLearnerNoEvidence(t *testing.T) {
 	require.Equal(t, 49*time.Millisecond, l.status().QueueDelay)
 }
 
-// The first queue seen with demand: 1 MB/s acknowledged and a 49 ms queue
-// (deeper than twice the target): a drain at a quarter of it; a reading within
+// The first queue seen with demand, in two probes in a row: 2 MB/s
+// acknowledged (50 kB in 25 ms) and a 49 ms queue (deeper than twice the
+// target): a drain at a quarter of it; a reading within
 // learnHold cuts nothing more; once a probe is back under the target the
 // rate is 90 % of what the link acknowledged.
 func TestLinkLearnerFirstQueueDrains(t *testing.T) {
@@ -174,19 +175,22 @@ func TestLinkLearnerFirstQueueDrains(t *testing.T) {
 	s := linkSignal{TCP: true, Acked: 1000, Demand: true}
 	l.update(t0, s)
 	l.probe(time.Millisecond, t0)
+	l.probe(50*time.Millisecond, t0.Add(20*time.Millisecond))
+	r, _ := l.update(t0.Add(25*time.Millisecond), s)
+	require.Zero(t, r, "one probe above the target is not enough to start pacing")
 	l.probe(50*time.Millisecond, t0.Add(40*time.Millisecond))
 	s.Acked += 50000
 	r, changed := l.update(t0.Add(50*time.Millisecond), s)
 	require.True(t, changed)
-	require.InDelta(t, 0.25e6, r, 1)
+	require.InDelta(t, 0.5e6, r, 1)
 	s.Acked += 25000
 	l.probe(40*time.Millisecond, t0.Add(90*time.Millisecond)) // shrinking: no cut
 	r, _ = l.update(t0.Add(100*time.Millisecond), s)
-	require.InDelta(t, 0.25e6, r, 1)
+	require.InDelta(t, 0.5e6, r, 1)
 	s.Acked += 25000
 	l.probe(2*time.Millisecond, t0.Add(140*time.Millisecond))
 	r, _ = l.update(t0.Add(150*time.Millisecond), s)
-	require.InDelta(t, 0.9e6, r, 1)
+	require.InDelta(t, 1.8e6, r, 1)
 	require.Equal(t, uint64(1), l.status().Decreases)
 	require.Equal(t, time.Millisecond, l.status().ProbeMinRTT)
 }
