@@ -34,6 +34,9 @@ type linkBudget struct {
 	// backlog reads the bytes the device's transport session still holds
 	// (Session.TxBacklog); nil: none known.
 	backlog func() int
+	// sent counts the bytes spent, budget or not (the learned budget
+	// reads a device's link only when it changed).
+	sent uint64
 }
 
 // minLinkDepth is the least depth of a link budget's bucket, in bytes: one
@@ -132,6 +135,7 @@ func (b *linkBudget) wait(n int, express bool, now time.Time) time.Duration {
 func (b *linkBudget) spend(n int, express bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.sent += uint64(max(n, 0))
 	if b.rate <= 0 {
 		return
 	}
@@ -142,6 +146,13 @@ func (b *linkBudget) spend(n int, express bool, now time.Time) {
 	}
 	b.queuedLocked(now)
 	b.queued += float64(n)
+}
+
+// sentBytes is the bytes spent so far (with or without a budget).
+func (b *linkBudget) sentBytes() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sent
 }
 
 // selfDelay is how long a message handed to the link now waits behind

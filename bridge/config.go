@@ -199,10 +199,20 @@ type LinkConfig struct {
 	// (devices.list[].link_bytes_per_s replaces it); 0: estimated (Estimate),
 	// or none.
 	BytesPerS float64 `yaml:"bytes_per_s"`
-	// Estimate is how a budget not configured is found: off (none) or
-	// tcp_info (the largest TCP_INFO delivery rate of the device's socket
-	// over the last evaluations; Linux).
+	// Estimate is how a device's pacing rate is found: learn (the
+	// default: learned from the socket's TCP_INFO and the device's probe
+	// RTTs, below the rate at which a queue builds, with a configured
+	// budget as its ceiling; linkest.go, issue 30), off (the configured
+	// budget only) or tcp_info (the largest TCP_INFO delivery rate of the
+	// device's socket over the last evaluations, when none is configured;
+	// Linux).
 	Estimate LinkEstimate `yaml:"estimate"`
+	// TargetDelay is the queue delay the learned rate keeps the link
+	// under (estimate: learn): above it, the rate drops.
+	TargetDelay time.Duration `yaml:"target_delay"`
+	// EstimateInterval is how often the learned rate reads each busy
+	// device's link (estimate: learn).
+	EstimateInterval time.Duration `yaml:"estimate_interval"`
 	// Headroom is the share of the budget the lanes and the transport's
 	// pacing use (0..1]: slightly below the link, so the queue forms in
 	// the gateway, where priority decides, not in the bottleneck.
@@ -220,9 +230,10 @@ type LinkEstimate string
 const (
 	LinkEstimateOff     LinkEstimate = "off"
 	LinkEstimateTCPInfo LinkEstimate = "tcp_info"
+	LinkEstimateLearn   LinkEstimate = "learn"
 )
 
-func (LinkEstimate) allowed() []string { return []string{"off", "tcp_info"} }
+func (LinkEstimate) allowed() []string { return []string{"off", "tcp_info", "learn"} }
 
 // ExpressConfig bounds the express lane.
 type ExpressConfig struct {
@@ -643,6 +654,10 @@ func (c *Config) Validate() error {
 		at("policy.link.headroom", "must be a ratio in (0, 1] (got %v)", p.Link.Headroom)
 	}
 	positive("policy.link.burst", p.Link.Burst)
+	if p.Link.Estimate == LinkEstimateLearn {
+		positive("policy.link.target_delay", p.Link.TargetDelay)
+		positive("policy.link.estimate_interval", p.Link.EstimateInterval)
+	}
 	if p.Link.MinBytesPerS < 0 {
 		at("policy.link.min_bytes_per_s", "must be ≥ 0 bytes/s (got %v)", p.Link.MinBytesPerS)
 	}

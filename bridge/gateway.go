@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 )
 
 // Clock gives the time; tests inject a fake one. Goroutines of the gateway
@@ -243,6 +244,8 @@ func (g *Gateway) housekeeping() {
 	eval := time.NewTicker(cl.EvaluationInterval)
 	sup := time.NewTicker(g.cfg.Supervisor.EvaluationInterval)
 	lag := time.NewTicker(lagTick)
+	learn := time.NewTicker(learnTick(g.cfg.Policy.Link))
+	defer learn.Stop()
 	defer probe.Stop()
 	defer eval.Stop()
 	defer sup.Stop()
@@ -256,6 +259,13 @@ func (g *Gateway) housekeeping() {
 			now := g.clock.Now()
 			g.wakeLag.note(now.Sub(lastLag) - lagTick)
 			lastLag = now
+		case <-learn.C:
+			if g.cfg.Policy.Link.Estimate == LinkEstimateLearn {
+				now := g.clock.Now()
+				for _, d := range *g.devices.Load() {
+					d.learnLink(now)
+				}
+			}
 		case <-probe.C:
 			if cl.Enabled {
 				g.probeSome(g.clock.Now(), probeTick(cl.ProbeInterval))
@@ -437,7 +447,20 @@ func (g *Gateway) HandlePong(key string, payload []byte) error {
 	if d == nil {
 		return fmt.Errorf("bridge: pong from unknown device %q", name)
 	}
-	_, err := d.Classifier().Pong(payload, g.clock.Now())
+	cls := d.Classifier()
+	now := g.clock.Now()
+	_, err := cls.Pong(payload, now)
+	if err == nil && g.cfg.Policy.Link.Estimate == LinkEstimateLearn {
+		// The learned budget takes the whole round trip (device time
+		// excluded): the queue the gateway's own bytes built counts.
+		if p, perr := probe.Decode(payload); perr == nil {
+			rtt := now.Sub(cls.epoch.Add(time.Duration(p.GwSend)))
+			if p.DevSend >= p.DevRecv {
+				rtt -= min(time.Duration(p.DevSend-p.DevRecv), rtt)
+			}
+			d.learn.probe(rtt, now)
+		}
+	}
 	return err
 }
 
@@ -574,6 +597,10 @@ type Device struct {
 	link linkBudget
 	// linkEst is the TCP_INFO estimate's max filter (bytes/s per evaluation).
 	linkEst []float64
+	// learn is the learned link budget (policy.link.estimate: learn);
+	// learnSent is link.sent at its last reading.
+	learn     linkLearner
+	learnSent uint64
 
 	errSeen   atomic.Uint64          // sink errors already reported to the supervisor
 	probeName atomic.Pointer[string] // the name the responder subscribed with; nil: no responder
@@ -672,6 +699,13 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	d.eg.oversizeHint = d.oversizeHint
 	d.eg.link = &d.link
 	d.setLinkBudgetLocked(d.configuredLink(dc), now)
+	if l := g.cfg.Policy.Link; l.Estimate == LinkEstimateLearn {
+		_, ceiling := d.link.Rate()
+		d.learn.configure(l.TargetDelay, l.MinBytesPerS, ceiling)
+		if r := d.learn.status().RateBytesPerS; r > 0 { // kept across reconfigurations
+			d.applyLearnedLocked(r, now)
+		}
+	}
 	d.cls = cls
 	c := cls.Class()
 	d.class.Store(uint32(c))
@@ -968,6 +1002,58 @@ func (d *Device) estimateLink(now time.Time) {
 	}
 	est := max(slices.Max(d.linkEst), l.MinBytesPerS)
 	d.setLinkBudgetLocked(est, now)
+}
+
+// learnTick is the period of the learned budget's readings
+// (policy.link.estimate_interval; an hour when another estimate is used,
+// so the ticker costs nothing).
+func learnTick(l LinkConfig) time.Duration {
+	if l.Estimate != LinkEstimateLearn || l.EstimateInterval <= 0 {
+		return time.Hour
+	}
+	return l.EstimateInterval
+}
+
+// learnLink takes one reading of the device's link for the learned budget
+// (linkest.go) and applies the rate it returns to the lanes and the
+// transport's pacing. A device that was handed nothing since the last
+// reading is skipped (an idle fleet costs no getsockopt); its next reading
+// spans the gap.
+func (d *Device) learnLink(now time.Time) {
+	sent := d.link.sentBytes()
+	if sent == d.learnSent && d.learn.idle() {
+		return
+	}
+	d.learnSent = sent
+	sig := linkSignal{Demand: d.link.backlogBytes() > 0}
+	if !sig.Demand {
+		held, _ := d.egress().batchedHeld()
+		sig.Demand = held
+	}
+	if ti, ok := d.sink.(TCPInfoSource); ok {
+		if info, err := ti.TCPInfo(); err == nil {
+			sig.TCP, sig.Acked, sig.RwndLimited = true, info.BytesAcked, info.RwndLimited
+			sig.MinRTT = info.MinRTT
+		}
+	}
+	rate, changed := d.learn.update(now, sig)
+	if d.g.cfg.Classifier.Enabled && d.learn.wantProbe(now) {
+		d.probe(now) // faster feedback while learning or draining
+	}
+	if !changed {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.applyLearnedLocked(rate, now)
+}
+
+// applyLearnedLocked paces the lanes and the transport at a learned rate
+// (bytes/s, 0: unpaced). The budget shown is rate / headroom, so a learned
+// and a configured budget read alike (the lanes use budget × headroom).
+func (d *Device) applyLearnedLocked(rate float64, now time.Time) {
+	l := d.g.cfg.Policy.Link
+	d.setLinkBudgetLocked(rate/max(l.Headroom, 1e-9), now)
 }
 
 // expressQuantum is the most express sends (samples and pings) of one

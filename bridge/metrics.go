@@ -28,6 +28,11 @@ const (
 	MetricQueueOccupancy       = "picobridge_bridge_queue_occupancy_ratio"
 	MetricCriticalDropped      = "picobridge_bridge_critical_samples_dropped_total"
 	MetricLinkBudget           = "picobridge_device_link_budget_bytes_per_second"
+	// The learned link budget (policy.link.estimate: learn, linkest.go).
+	MetricLinkLearnedRate      = "picobridge_device_link_learned_rate_bytes_per_second"
+	MetricLinkMinRTT           = "picobridge_device_link_min_rtt_seconds"
+	MetricLinkQueueDelay       = "picobridge_device_link_queue_delay_seconds"
+	MetricLinkQueueBytes       = "picobridge_device_link_queue_bytes"
 	MetricClassifierSuspended  = "picobridge_classifier_suspended_total"
 	MetricClassifierSuspending = "picobridge_classifier_suspended"
 	MetricWakeupLag            = "picobridge_gateway_wakeup_lag_seconds"
@@ -96,6 +101,18 @@ var (
 	descLinkBudget = prometheus.NewDesc(MetricLinkBudget,
 		"The device link's byte budget (configured or estimated); 0: none.",
 		[]string{"device"}, nil)
+	descLinkLearned = prometheus.NewDesc(MetricLinkLearnedRate,
+		"The device link's learned pacing rate (policy.link.estimate: learn); 0: not learned yet (no queue seen: unpaced).",
+		[]string{"device"}, nil)
+	descLinkMinRTT = prometheus.NewDesc(MetricLinkMinRTT,
+		"The device socket's minimum RTT (TCP_INFO tcpi_min_rtt); 0: unknown (UDP).",
+		[]string{"device"}, nil)
+	descLinkQueueDelay = prometheus.NewDesc(MetricLinkQueueDelay,
+		"The learned budget's last queue estimate toward the device: socket RTT or probe RTT above its minimum, the larger.",
+		[]string{"device"}, nil)
+	descLinkQueueBytes = prometheus.NewDesc(MetricLinkQueueBytes,
+		"The queue estimate at the link's acknowledged rate.",
+		[]string{"device"}, nil)
 	descSuspended = prometheus.NewDesc(MetricClassifierSuspended,
 		"Device classifier evaluations the gateway-health guard suspended (the gateway's own lag explained the probes' delay), by reason.",
 		[]string{"reason"}, nil)
@@ -146,7 +163,7 @@ func registerMetrics(r prometheus.Registerer, g *Gateway) error {
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuildInfo, descClass, descRTT, descLoss, descProbes, descTransitions,
 		descAttached, descForwarded, descDropped, descDepth, descFlushes, descSinkErrors, descMode, descSupTransitions, descOccupancy,
-		descCritDropped, descLinkBudget, descSuspended, descSuspending, descWakeupLag, descSteal,
+		descCritDropped, descLinkBudget, descLinkLearned, descLinkMinRTT, descLinkQueueDelay, descLinkQueueBytes, descSuspended, descSuspending, descWakeupLag, descSteal,
 		descOfferedSamples, descOfferedBytes, descOfferedRate, descOfferedByteRate, descOfferedMax, descOfferedP95,
 		descFlushOcc, descFullFlushes} {
 		ch <- d
@@ -229,6 +246,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLoss, prometheus.GaugeValue, st.Reading.Loss, label)
 		budget, _ := d.link.Rate()
 		ch <- prometheus.MustNewConstMetric(descLinkBudget, prometheus.GaugeValue, budget, label)
+		if c.g.cfg.Policy.Link.Estimate == LinkEstimateLearn {
+			ls := d.learn.status()
+			ch <- prometheus.MustNewConstMetric(descLinkLearned, prometheus.GaugeValue, ls.RateBytesPerS, label)
+			ch <- prometheus.MustNewConstMetric(descLinkMinRTT, prometheus.GaugeValue, ls.MinRTT.Seconds(), label)
+			ch <- prometheus.MustNewConstMetric(descLinkQueueDelay, prometheus.GaugeValue, ls.QueueDelay.Seconds(), label)
+			ch <- prometheus.MustNewConstMetric(descLinkQueueBytes, prometheus.GaugeValue, ls.QueueBytes, label)
+		}
 	}
 	for _, s := range stats {
 		v := 0.0

@@ -83,6 +83,10 @@ type LinkStatus struct {
 	// SelfDelay is how long a message handed over now waits behind what the
 	// gateway already queued toward the device.
 	SelfDelay time.Duration `json:"self_delay_ns"`
+	// Learned is the learned budget's state (policy.link.estimate:
+	// learn): the pacing rate it found, the link's min RTT and the queue
+	// estimate; nil with another estimate.
+	Learned *LinkLearnStatus `json:"learned,omitempty"`
 }
 
 // LaneStatus is one lane's counters and depth.
@@ -136,6 +140,10 @@ func (d *Device) status(now time.Time, transitions, advice bool) DeviceStatus {
 	e, b, lag := eg.depth(now)
 	s.Link.BudgetBytesPerS, s.Link.LaneBytesPerS = d.link.Rate()
 	s.Link.SelfDelay = d.link.selfDelay(now)
+	if d.g.cfg.Policy.Link.Estimate == LinkEstimateLearn {
+		ls := d.learn.status()
+		s.Link.Learned = &ls
+	}
 	s.CriticalForwarded = eg.stats.critForwarded.Load()
 	s.CriticalDropped = map[string]uint64{}
 	for r := range numReasons {

@@ -20,6 +20,13 @@ type TCPInfo struct {
 	PacingRate   uint64 `json:"pacing_rate"`
 	// NotSent is tcpi_notsent_bytes: bytes written but not yet sent.
 	NotSent uint64 `json:"notsent_bytes"`
+	// MinRTT is tcpi_min_rtt (the kernel's windowed minimum), BytesAcked
+	// tcpi_bytes_acked (cumulative) and RwndLimited tcpi_rwnd_limited (the
+	// cumulative time stalled by the receive window): the learned link
+	// budget's signals (policy.link.estimate: learn, linkest.go).
+	MinRTT      time.Duration `json:"min_rtt_ns"`
+	BytesAcked  uint64        `json:"bytes_acked"`
+	RwndLimited time.Duration `json:"rwnd_limited_ns"`
 
 	retransRatio float64 // since the previous observation, set by ObserveTCP
 }

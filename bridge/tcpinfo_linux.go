@@ -33,5 +33,8 @@ func ReadTCPInfo(conn *net.TCPConn) (TCPInfo, error) {
 		DeliveryRate: ti.Delivery_rate,
 		PacingRate:   ti.Pacing_rate,
 		NotSent:      uint64(ti.Notsent_bytes),
+		MinRTT:       time.Duration(ti.Min_rtt) * time.Microsecond,
+		BytesAcked:   ti.Bytes_acked,
+		RwndLimited:  time.Duration(ti.Rwnd_limited) * time.Microsecond,
 	}, nil
 }

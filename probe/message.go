@@ -7,7 +7,7 @@ import (
 )
 
 // The gateway publishes a ping to each device at 5 Hz on PingKey (gateway →
-// device, best effort, express) and the device's responder answers each ping
+// device, reliable channel, express) and the device's responder answers each ping
 // on PongKey (device → gateway, best effort, express). Both payloads have the
 // same fixed, little-endian layout:
 //

@@ -20,11 +20,13 @@ const cmd = "egressbench"
 
 func main() {
 	bin := flag.String("picobridge", "", "picobridge binary for the \"picobridge router\" and \"picobridge run\" systems (required unless --systems rust)")
-	only := flag.String("only", "a,b,c", "scenarios to run, comma-separated: a, b, c")
+	only := flag.String("only", "a,b,c", "scenarios to run, comma-separated: a, b, c, a256, d, e (issue 30, 256 KiB queue), a256b, db, eb (the same with the link rate configured)")
 	systems := flag.String("systems", "", "comma-separated systems: router, run, rust (default: each scenario's own: a and b all three, c run)")
 	da := flag.Duration("a", 20*time.Second, "publishing time of scenario a")
 	db := flag.Duration("b", 60*time.Second, "publishing time of scenario b")
 	dc := flag.Duration("c", 3*time.Minute, "publishing time of scenario c")
+	dd := flag.Duration("d", 20*time.Second, "publishing time of scenarios d and db (10 Mbit/s, 100 kB bulk)")
+	de := flag.Duration("e", 20*time.Second, "publishing time of scenarios e and eb (100 → 10 Mbit/s at half time)")
 	sizeDiv := flag.Float64("size-div", 1, "divide every payload size by this (smoke runs)")
 	rateDiv := flag.Float64("rate-div", 1, "divide every publication rate by this (smoke runs)")
 	linkDiv := flag.Float64("link-div", 1, "divide every link rate by this (smoke runs)")
@@ -37,7 +39,7 @@ func main() {
 	flag.Var(&gatewayArgs, "run-arg", "extra argument for `picobridge run` (repeatable), e.g. --run-arg=--cfg --run-arg=policy.batched.rate_hz:20")
 	flag.Parse()
 
-	scs, err := egress.Select(egress.Standard(egress.Scale{A: *da, B: *db, C: *dc, SizeDiv: *sizeDiv, RateDiv: *rateDiv, LinkDiv: *linkDiv, LinkBudget: *linkBudget}), benchkit.SplitList(*only))
+	scs, err := egress.Select(egress.Standard(egress.Scale{A: *da, B: *db, C: *dc, D: *dd, E: *de, SizeDiv: *sizeDiv, RateDiv: *rateDiv, LinkDiv: *linkDiv, LinkBudget: *linkBudget}), benchkit.SplitList(*only))
 	if err != nil {
 		benchkit.Fail(cmd, 2, err)
 	}

@@ -213,6 +213,9 @@ type devicezJSON struct {
 			Forwarded uint64            `json:"forwarded"`
 			Dropped   map[string]uint64 `json:"dropped"`
 		} `json:"lanes"`
+		Link struct {
+			Learned *bridge.LinkLearnStatus `json:"learned"`
+		} `json:"link"`
 	} `json:"devices"`
 }
 
@@ -269,6 +272,16 @@ func printDevicez(w io.Writer, dz devicezJSON, transitions bool) {
 			ex.Forwarded, dropsString(ex.Dropped), ba.Forwarded, dropsString(ba.Dropped), strings.Join(subs, " "))
 	}
 	_ = tw.Flush()
+	for _, d := range dz.Devices {
+		if l := d.Link.Learned; l != nil { // policy.link.estimate: learn (issue 30)
+			rate := "not learned (unpaced)"
+			if l.RateBytesPerS > 0 {
+				rate = fmt.Sprintf("%.3g Mbit/s", l.RateBytesPerS*8/1e6)
+			}
+			fmt.Fprintf(w, "  link %s: learned %s, min RTT %v (probe %v), queue %v (%.0f B)\n", d.Name, rate,
+				l.MinRTT, l.ProbeMinRTT.Round(10*time.Microsecond), l.QueueDelay.Round(10*time.Microsecond), l.QueueBytes)
+		}
+	}
 	if transitions {
 		for _, d := range dz.Devices {
 			for _, t := range d.Classifier.History {

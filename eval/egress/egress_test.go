@@ -48,7 +48,24 @@ func TestCovers(t *testing.T) {
 
 func TestStandardScenarios(t *testing.T) {
 	all := Standard(Scale{})
-	require.Len(t, all, 3)
+	require.Len(t, all, 9)
+	ids := []string{}
+	for _, x := range all {
+		ids = append(ids, x.ID)
+	}
+	require.Equal(t, []string{"a", "b", "c", "a256", "d", "e", "a256b", "db", "eb"}, ids)
+	d, e, eb := all[4], all[5], all[8]
+	require.EqualValues(t, 10e6, d.Link)
+	require.Equal(t, 100_000, d.Streams[1].Size)
+	require.Equal(t, 1_000_000, all[0].Streams[1].Size, "d has its own streams")
+	require.Equal(t, 256<<10, e.LinkQueue)
+	require.EqualValues(t, 100e6, e.Link)
+	require.EqualValues(t, 10e6, e.StepTo)
+	require.Equal(t, 10*time.Second, e.StepAt)
+	require.False(t, e.Devices[0].LinkBudget)
+	require.True(t, eb.Devices[0].LinkBudget, "the b variants configure the link rate")
+	require.Equal(t, []System{Gateway}, eb.Systems)
+	require.Equal(t, []System{Gateway, RustRouter}, e.Systems)
 	a, b, c := all[0], all[1], all[2]
 	require.Equal(t, 20*time.Second, a.Duration)
 	require.Equal(t, 60*time.Second, b.Duration)
@@ -70,8 +87,8 @@ func TestStandardScenarios(t *testing.T) {
 	sel, err := Select(all, []string{"c", "a"})
 	require.NoError(t, err)
 	require.Equal(t, "c", sel[0].ID)
-	_, err = Select(all, []string{"d"})
-	require.ErrorContains(t, err, `unknown scenario "d"`)
+	_, err = Select(all, []string{"f"})
+	require.ErrorContains(t, err, `unknown scenario "f"`)
 }
 
 func TestTargets(t *testing.T) {

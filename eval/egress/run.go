@@ -107,6 +107,13 @@ type Row struct {
 	PeakRSS      int64 // VmHWM at the end
 	CPU          time.Duration
 	ClassChanges int // gateway: transitions of the device's class while publishing (-1: n/a)
+	// Goodput is the payload bytes delivered per second of publishing, Offered the payload
+	// bytes sent per second, LinkBps the impaired link's mean rate in bytes/s (0: none).
+	Goodput, Offered, LinkBps float64
+	// P99AfterStep is the p99 latency of the samples sent from Scenario.StepAt +
+	// StepGrace on, or, without a step, from LearnGrace on: after a learned link
+	// budget settled (-1: none sent then).
+	P99AfterStep float64
 	Target       string
 	Met          string // "yes", "no" or ""
 	Err          string
@@ -324,6 +331,7 @@ type recv struct {
 	dups    int
 	ooo     int
 	lat     []float64 // ms
+	sentAt  []int64   // send time of each lat, Unix ns
 	seqs    []uint32
 	keep    bool
 }
@@ -341,6 +349,7 @@ func (r *recv) add(seq uint32, sent int64, now time.Time) {
 	}
 	r.lastSeq = int64(seq)
 	r.lat = append(r.lat, float64(now.UnixNano()-sent)/1e6)
+	r.sentAt = append(r.sentAt, sent)
 	if r.keep {
 		r.seqs = append(r.seqs, seq)
 	}
@@ -490,6 +499,15 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 	watch := benchkit.WatchRSS(s.proc.PID(), 100*time.Millisecond)
 	tStart := time.Now()
 	fmt.Fprintf(o.Log, "%s / %s: publishing for %v\n", sc.ID, sys, sc.Duration)
+	if sc.StepTo > 0 && proxy != nil {
+		step := time.AfterFunc(sc.StepAt, func() {
+			imp := linkemu.Impairment{Rate: sc.StepTo}
+			if err := proxy.SetProfile(linkemu.Profile{Name: fmt.Sprintf("rate-%.0fbps", float64(sc.StepTo)), ToDevice: imp, ToGateway: imp}); err != nil {
+				fmt.Fprintf(o.Log, "%s / %s: link step: %v\n", sc.ID, sys, err)
+			}
+		})
+		defer step.Stop()
+	}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for _, p := range pubs {
@@ -588,6 +606,8 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 		sent, dups, o int
 		seen          int
 		lat           []float64
+		after         []float64 // latencies of samples sent from the step + grace
+		bytes, offer  float64
 		seqs          []uint32
 		err           error
 	}
@@ -619,6 +639,16 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 			a.dups += r.dups
 			a.o += r.ooo
 			a.lat = append(a.lat, r.lat...)
+			a.bytes += float64(len(r.seen) * p.st.Size)
+			a.offer += float64(p.sent * p.st.Size)
+			{
+				from := tStart.Add(afterFrom(sc)).UnixNano()
+				for i, at := range r.sentAt {
+					if at >= from {
+						a.after = append(a.after, r.lat[i])
+					}
+				}
+			}
 			a.seqs = append(a.seqs, r.seqs...)
 			r.mu.Unlock()
 			if a.err == nil {
@@ -636,6 +666,17 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 			RSSBase: u0.RSS, RSSGrowth: max(maxRSS-u0.RSS, 0), PeakRSS: u1.PeakRSS, CPU: u1.CPU - u0.CPU,
 			ClassChanges: -1, Seqs: a.seqs, Metrics: delta}
 		row.Lost = row.Sent - row.Delivered
+		secs := sc.Duration.Seconds()
+		row.Goodput, row.Offered = a.bytes/secs, a.offer/secs
+		row.LinkBps = float64(sc.Link) / 8
+		row.P99AfterStep = -1
+		if len(a.after) > 0 {
+			row.P99AfterStep = benchkit.Percentile(a.after, 0.99)
+		}
+		if sc.StepTo > 0 {
+			at := sc.StepAt.Seconds() / secs
+			row.LinkBps = (at*float64(sc.Link) + (1-at)*float64(sc.StepTo)) / 8
+		}
 		if sys == Gateway {
 			row.ClassChanges = changes[k[1]]
 		}
@@ -654,6 +695,18 @@ func RunScenario(ctx context.Context, o Options, sc Scenario, sys System, dir st
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// LearnGrace is when the "p99 from" column starts in a scenario without a rate step: 2 s
+// after publishing started, when a learned link budget (issue 30) has settled.
+const LearnGrace = 2 * time.Second
+
+// afterFrom is when the samples of the "p99 from" column start, after publishing started.
+func afterFrom(sc Scenario) time.Duration {
+	if sc.StepTo > 0 {
+		return sc.StepAt + sc.StepGrace
+	}
+	return LearnGrace
 }
 
 // covers: sub is key itself or a "prefix/**" that includes it.

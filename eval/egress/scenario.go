@@ -78,6 +78,13 @@ type Scenario struct {
 	Link linkemu.Bitrate
 	// LinkQueue is linkemu's per-direction queue in bytes (0: Options.LinkQueue).
 	LinkQueue int
+	// StepTo, when set, is the impaired devices' rate from StepAt after publishing
+	// started (issue 30: a rate step 100 → 10 Mbit/s mid-run); rows then report the
+	// p99 of the samples sent from StepAt + StepGrace on (Row.P99AfterStep; without a
+	// step, from LearnGrace on).
+	StepTo    linkemu.Bitrate
+	StepAt    time.Duration
+	StepGrace time.Duration
 	Streams   []Stream
 	Devices   []Device
 	Systems   []System
@@ -106,6 +113,8 @@ type Scale struct {
 	// LinkBudget configures the impaired devices' link budget for `picobridge
 	// run` (Device.LinkBudget; needs a build with devices.list[].link_bytes_per_s).
 	LinkBudget bool
+	// D and E override the publishing time of scenarios d and e (0: 20 s).
+	D, E time.Duration
 }
 
 func (s Scale) dur(d, def time.Duration) time.Duration {
@@ -184,7 +193,44 @@ func Standard(sc Scale) []Scenario {
 			{Stream: "critical 1.5 kB", Device: "B", Text: "delivered 100 %", Check: func(r Row) bool { return r.Sent > 0 && r.Delivered == r.Sent }},
 		},
 	}
-	return []Scenario{a, b, c}
+	// d and e (issue 30): a on a 10 Mbit/s link with 100 kB bulk, and a with a rate step
+	// 100 → 10 Mbit/s at the middle of the run (bulk stays 1 MB: after the step it
+	// overloads the link 8×, as a real link that slows down would be). The bottleneck
+	// queue is the issue's 256 KiB. "…b" variants tell the gateway the (initial) rate.
+	q256 := 256 << 10
+	d := a
+	d.ID, d.Title = "d", "48 B express + 100 kB bulk, 10 Mbit/s"
+	d.Duration, d.Link, d.LinkQueue = sc.dur(sc.D, 20*time.Second), link(10e6), q256
+	d.Streams = []Stream{a.Streams[0], a.Streams[1]}
+	d.Streams[1].Name, d.Streams[1].Size = "100 kB bulk", size(100_000)
+	d.Targets = []Target{{Stream: "48 B express", Text: "p99 ≤ 10 ms, none lost", Check: func(r Row) bool { return r.Lost == 0 && r.Delivered > 0 && r.P99 <= 10 }},
+		{Stream: "100 kB bulk", Text: "goodput ≥ 90 % of offered", Check: func(r Row) bool { return r.Goodput >= 0.9*r.Offered }}}
+	e := a
+	e.ID, e.Title = "e", "48 B express + 1 MB bulk, 100 → 10 Mbit/s step"
+	e.Duration, e.LinkQueue = sc.dur(sc.E, 20*time.Second), q256
+	e.StepTo, e.StepAt, e.StepGrace = link(10e6), e.Duration/2, 2*time.Second
+	e.Targets = []Target{{Stream: "48 B express", Text: "p99 from step + 2 s ≤ 10 ms, none lost", Check: func(r Row) bool {
+		return r.Lost == 0 && r.Delivered > 0 && r.P99AfterStep >= 0 && r.P99AfterStep <= 10
+	}}}
+	a2 := a
+	a2.LinkQueue = q256
+	a2.ID = "a256"
+	a2.Title = "48 B express + 1 MB bulk, 100 Mbit/s, 256 KiB queue"
+	a2.Targets = []Target{{Stream: "48 B express", Text: "p99 ≤ 5 ms, none lost", Check: func(r Row) bool { return r.Lost == 0 && r.Delivered > 0 && r.P99 <= 5 }},
+		{Stream: "1 MB bulk", Text: "goodput ≥ 90 % of offered", Check: func(r Row) bool { return r.Goodput >= 0.9*r.Offered }}}
+	for _, x := range []*Scenario{&a2, &d, &e} {
+		x.Systems = []System{Gateway, RustRouter}
+	}
+	out := []Scenario{a, b, c, a2, d, e}
+	for _, x := range []Scenario{a2, d, e} {
+		x.ID += "b"
+		x.Title += ", budget configured"
+		x.Systems = []System{Gateway}
+		x.Devices = []Device{x.Devices[0]}
+		x.Devices[0].LinkBudget = true
+		out = append(out, x)
+	}
+	return out
 }
 
 // Select keeps the scenarios whose ID is in ids (all when ids is empty).
@@ -202,7 +248,7 @@ func Select(all []Scenario, ids []string) ([]Scenario, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("unknown scenario %q (allowed: a, b, c)", id)
+			return nil, fmt.Errorf("unknown scenario %q (allowed: a, b, c, a256, d, e, a256b, db, eb)", id)
 		}
 	}
 	return out, nil

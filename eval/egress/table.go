@@ -7,7 +7,7 @@ import (
 )
 
 // Header is the table's header line.
-const Header = "| scenario | system | stream → device | sent | delivered | lost | dup / reordered | p50 ms | p99 ms | max ms | drops counted (/metrics) | RSS at start MiB | RSS growth MiB | CPU s | class changes | target | met |"
+const Header = "| scenario | system | stream → device | sent | delivered | lost | dup / reordered | p50 ms | p99 ms | max ms | drops counted (/metrics) | RSS at start MiB | RSS growth MiB | CPU s | class changes | goodput MB/s (% of offered, % of link) | p99 from 2 s (step: from step + 2 s) ms | target | met |"
 
 func mib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) }
 
@@ -15,11 +15,11 @@ func mib(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1
 func (r *Report) Table() string {
 	var sb strings.Builder
 	sb.WriteString(Header + "\n")
-	sb.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---|\n")
+	sb.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for _, row := range r.Rows {
 		sc := row.Scenario + ") " + row.Title
 		if row.Stream == "" {
-			fmt.Fprintf(&sb, "| %s | %s | ERROR %s | | | | | | | | | | | | | | |\n", sc, row.System, row.Err)
+			fmt.Fprintf(&sb, "| %s | %s | ERROR %s | | | | | | | | | | | | | | | | |\n", sc, row.System, row.Err)
 			continue
 		}
 		drops := "n/a (no /metrics)"
@@ -41,10 +41,22 @@ func (r *Report) Table() string {
 		if row.Sent > 0 {
 			lostPct = fmt.Sprintf(" (%.1f %%)", 100*float64(row.Lost)/float64(row.Sent))
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %d | %d | %d%s | %d / %d | %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s |\n",
+		good := "—"
+		if row.Offered > 0 {
+			good = fmt.Sprintf("%.2f (%.0f %%", row.Goodput/1e6, 100*row.Goodput/row.Offered)
+			if row.LinkBps > 0 {
+				good += fmt.Sprintf(", %.0f %%", 100*row.Goodput/row.LinkBps)
+			}
+			good += ")"
+		}
+		after := "—"
+		if row.P99AfterStep >= 0 {
+			after = fmtMS(row.P99AfterStep)
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %d | %d | %d%s | %d / %d | %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %s |\n",
 			sc, row.System, stream, row.Sent, row.Delivered, row.Lost, lostPct, row.Duplicates, row.OutOfOrder,
 			fmtMS(row.P50), fmtMS(row.P99), fmtMS(row.Max), drops, mib(row.RSSBase), mib(row.RSSGrowth),
-			row.CPU.Seconds(), changes, row.Target, row.Met)
+			row.CPU.Seconds(), changes, good, after, row.Target, row.Met)
 	}
 	return sb.String()
 }

@@ -31,3 +31,18 @@ func setNotSentLowat(c net.Conn, n int) error {
 	}
 	return serr
 }
+
+func getNotSentLowat(c *net.TCPConn) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var v int
+	var gerr error
+	if err := rc.Control(func(fd uintptr) {
+		v, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NOTSENT_LOWAT)
+	}); err != nil {
+		return 0, err
+	}
+	return v, gerr
+}

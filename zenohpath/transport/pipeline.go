@@ -156,6 +156,9 @@ type txState struct {
 	lastTx atomic.Int64 // ns since epoch of the last write
 
 	rate atomic.Uint64 // float64 bits, bytes/s; see SetTxRate
+	// lowat is the TCP_NOTSENT_LOWAT last set on the socket, bytes (0:
+	// none set); see applyLowat.
+	lowat atomic.Int64
 
 	w writer
 }
@@ -351,18 +354,25 @@ func (s *Session) refuse(it *txItem, o SendOptions) error {
 // second, the 2-byte stream prefix included), 0 = unpaced: the writer
 // releases batches under a token bucket at that rate with bursts of at most
 // one batch, so the queue forms here, where priority decides the order, and
-// not in a bottleneck downstream (issue 10 item 2). While paced, batches and
+// not in a bottleneck downstream (issue 10 item 2). An express message
+// (RealTime or above) does not wait for tokens: it goes next and its bytes
+// are charged, so the bulk behind it pays the debt (critical first; the
+// rate holds on average; issue 30). While paced, batches and
 // fragments are cut to at most rate × 1 ms (clamped to [1 KiB, negotiated
 // batch]), so a higher-priority message waits about 1 ms behind bulk bytes
 // whatever the batch size (12.5 KB at 100 Mbit/s); a message larger than
 // that chunk is therefore sent as FRAGMENTs, so pace only peers that
 // reassemble (zenoh-pico with Z_FEATURE_FRAGMENTATION, its default; Rust).
+// On a TCP link the socket's TCP_NOTSENT_LOWAT follows: one paced chunk
+// (at least 4 KiB, at most Config.TCPNotSentLowat; pacedLowat), so the
+// kernel holds no more unsent bytes than the writer's own batch.
 // Safe for concurrent use; it takes effect at the next batch.
 func (s *Session) SetTxRate(bytesPerSecond float64) {
 	if math.IsNaN(bytesPerSecond) || bytesPerSecond < 0 {
 		bytesPerSecond = 0
 	}
 	s.tx.rate.Store(math.Float64bits(bytesPerSecond))
+	s.applyLowat(bytesPerSecond)
 }
 
 // TxRate is the pacing rate set by SetTxRate, in bytes/s; 0 = unpaced.

@@ -167,6 +167,8 @@ func newSession(cfg *Config, l link, p params, h Handler) *Session {
 	if tl, ok := l.(*tcpLink); ok && cfg.TCPNotSentLowat > 0 {
 		if err := setNotSentLowat(netConnOf(tl.c), cfg.TCPNotSentLowat); err != nil {
 			s.log.Debug("transport: TCP_NOTSENT_LOWAT not set", "err", err)
+		} else {
+			s.tx.lowat.Store(int64(cfg.TCPNotSentLowat))
 		}
 	}
 	return s

@@ -229,7 +229,7 @@ func (s *Session) writeLoop() {
 			t.exit()
 			return
 		}
-		if d := w.paceDelay(); d > 0 {
+		if d := w.paceDelay(); d > 0 && !w.expressWaiting() {
 			w.sleep(d)
 			continue
 		}
@@ -638,16 +638,44 @@ func (w *writer) charge(n int) {
 	}
 }
 
-// sleep waits d for pacing tokens (or until the session closes).
+// expressWaiting: an express message waits at the head of a priority
+// queue (RealTime or above). It does not wait for pacing tokens: it goes
+// now and its bytes are charged, so the bulk behind pays the debt
+// (critical first; the pacing still holds the session's rate on average).
+func (w *writer) expressWaiting() bool {
+	t := &w.s.tx
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for p := 0; p <= int(wire.PriorityRealTime); p++ {
+		for k := range t.q[p].ch {
+			if r := &t.q[p].ch[k]; r.n > 0 && r.peek().expr && !w.train[k].active {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sleep waits d for pacing tokens, until an express message arrives (it
+// need not wait: expressWaiting), or until the session closes.
 func (w *writer) sleep(d time.Duration) {
+	t := &w.s.tx
 	if w.paceT == nil {
 		w.paceT = time.NewTimer(d)
 	} else {
 		w.paceT.Reset(d)
 	}
+	t.mu.Lock()
+	t.sleeping = true
+	t.mu.Unlock()
 	select {
 	case <-w.paceT.C:
+	case <-t.wake:
+		w.paceT.Stop()
 	case <-w.s.closing:
 		w.paceT.Stop()
 	}
+	t.mu.Lock()
+	t.sleeping = false
+	t.mu.Unlock()
 }

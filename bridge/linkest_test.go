@@ -1,0 +1,214 @@
+package bridge
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// simLink is a synthetic bottleneck for the learner, in synthetic time: a
+// rate in bytes/s and a bounded FIFO. Like eval/linkemu, its queue sits
+// behind the point where TCP acknowledges (bytes are acknowledged when the
+// queue takes them; a full queue stalls the sender on the receive window),
+// so only the probes see the queue until it is full.
+type simLink struct {
+	rate, queue, qmax float64
+	acked             uint64
+	stalled           time.Duration
+	base              time.Duration // RTT without a queue
+}
+
+// step offers want bytes over dt; it returns the bytes taken.
+func (k *simLink) step(want float64, dt time.Duration) float64 {
+	k.queue = max(0, k.queue-k.rate*dt.Seconds())
+	take := min(want, k.qmax-k.queue)
+	if want > 0 && take < want {
+		k.stalled += time.Duration(float64(dt) * (1 - take/want))
+	}
+	k.queue += take
+	k.acked += uint64(take)
+	return take
+}
+
+func (k *simLink) delay() time.Duration {
+	return time.Duration(k.queue / k.rate * float64(time.Second))
+}
+
+func (k *simLink) signal(demand bool) linkSignal {
+	return linkSignal{TCP: true, Acked: k.acked, RwndLimited: k.stalled, MinRTT: k.base, Demand: demand}
+}
+
+// run drives a learner against k for d with an always-backlogged sender
+// (unpaced: it offers twice the link), 1 ms steps, readings every 50 ms,
+// probes every 200 ms; at each step it calls at (for rate steps). It
+// returns the probe delays seen (the queue an express sample meets) and
+// the bytes delivered, per second of the run.
+func run(t *testing.T, l *linkLearner, k *simLink, d time.Duration, at func(time.Duration)) (delays []time.Duration, perSec []float64) {
+	t.Helper()
+	t0 := time.Unix(0, 0)
+	const dt = time.Millisecond
+	sec := 0.0
+	for e := time.Duration(0); e < d; e += dt {
+		if at != nil {
+			at(e)
+		}
+		now := t0.Add(e)
+		want := 2 * k.rate * dt.Seconds()
+		if l.rate > 0 {
+			want = l.rate * dt.Seconds()
+		}
+		if e%(200*time.Millisecond) == 0 {
+			l.probe(k.base+k.delay(), now)
+			delays = append(delays, k.delay())
+		}
+		before := k.queue
+		take := k.step(want, dt)
+		sec += min(before+take, k.rate*dt.Seconds()) // drained toward the device
+		if e%(50*time.Millisecond) == 0 {
+			l.update(now, k.signal(true))
+		}
+		if (e+dt)%time.Second == 0 {
+			perSec = append(perSec, sec)
+			sec = 0
+		}
+	}
+	return delays, perSec
+}
+
+func p99(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[int(0.99*float64(len(s)-1))]
+}
+
+// On a 100 Mbit/s link whose 256 KiB queue only the probes see (as
+// through eval/linkemu), an always-backlogged sender starts unpaced, fills
+// the queue once, then settles: from the 3rd second the probes' queue
+// delay stays ≤ 5 ms at the 99th percentile and the link is ≥ 90 % used.
+func TestLinkLearnerSettlesBelowTheLink(t *testing.T) {
+	l := &linkLearner{}
+	l.configure(2*time.Millisecond, 16384, 0)
+	k := &simLink{rate: 12.5e6, qmax: 256 << 10, base: 500 * time.Microsecond}
+	delays, perSec := run(t, l, k, 10*time.Second, nil)
+	steady := delays[15:] // from 3 s
+	require.LessOrEqual(t, p99(steady), 5*time.Millisecond)
+	for i, b := range perSec[3:] {
+		require.GreaterOrEqual(t, b, 0.9*k.rate, "second %d", i+3)
+	}
+	require.InDelta(t, k.rate, l.status().RateBytesPerS, 0.15*k.rate)
+	require.Positive(t, l.status().Decreases)
+	require.Positive(t, l.status().Increases)
+}
+
+// A rate step 100 → 10 Mbit/s: within 2 s the probes' queue delay is back
+// under 10 ms and stays there; the learned rate follows the link down.
+func TestLinkLearnerFollowsRateStep(t *testing.T) {
+	l := &linkLearner{}
+	l.configure(2*time.Millisecond, 16384, 0)
+	k := &simLink{rate: 12.5e6, qmax: 256 << 10, base: 500 * time.Microsecond}
+	delays, perSec := run(t, l, k, 10*time.Second, func(e time.Duration) {
+		if e == 5*time.Second {
+			k.rate = 1.25e6
+		}
+	})
+	after := delays[(5+2)*5:] // probes from 2 s after the step
+	require.LessOrEqual(t, slices.Max(after), 10*time.Millisecond)
+	require.InDelta(t, 1.25e6, l.status().RateBytesPerS, 0.2*1.25e6)
+	for i, b := range perSec[7:] {
+		require.GreaterOrEqual(t, b, 0.9*k.rate, "second %d", i+7)
+	}
+}
+
+// A configured budget is an upper bound: the learned rate starts there
+// and never exceeds it; below it, a slower link (4 Mbit/s) still pulls it
+// down.
+func TestLinkLearnerCeiling(t *testing.T) {
+	l := &linkLearner{}
+	l.configure(2*time.Millisecond, 16384, 1e6)
+	require.Equal(t, 1e6, l.status().RateBytesPerS)
+	k := &simLink{rate: 12.5e6, qmax: 256 << 10, base: 500 * time.Microsecond}
+	run(t, l, k, 3*time.Second, nil)
+	require.Equal(t, 1e6, l.status().RateBytesPerS)
+	k = &simLink{rate: 0.5e6, qmax: 256 << 10, base: 500 * time.Microsecond}
+	delays, _ := run(t, l, k, 10*time.Second, nil)
+	require.Less(t, l.status().RateBytesPerS, 1.05*0.5e6)
+	// At 4 Mbit/s the target is 2 ms + 4 KiB at the rate (8.2 ms).
+	require.LessOrEqual(t, p99(delays[25:]), 15*time.Millisecond)
+}
+
+// Without TCP_INFO and probes (a UDP link without a responder) nothing
+// is learned: the link stays unpaced. A queue seen while the gateway had
+// nothing waiting for the link is not ours: no decrease.
+func TestLinkLearnerNoEvidence(t *testing.T) {
+	l := &linkLearner{}
+	l.configure(2*time.Millisecond, 16384, 0)
+	t0 := time.Unix(0, 0)
+	for i := range 100 {
+		r, changed := l.update(t0.Add(time.Duration(i)*50*time.Millisecond), linkSignal{Demand: true})
+		require.Zero(t, r)
+		require.False(t, changed)
+	}
+	l = &linkLearner{}
+	l.configure(2*time.Millisecond, 16384, 0)
+	s := linkSignal{TCP: true, Acked: 1000}
+	l.update(t0, s)
+	l.probe(time.Millisecond, t0)
+	l.probe(50*time.Millisecond, t0.Add(10*time.Millisecond))
+	s.Acked += 50000
+	r, _ := l.update(t0.Add(50*time.Millisecond), s) // no demand: not ours
+	require.Zero(t, r)
+	require.Zero(t, l.status().Decreases)
+	require.Equal(t, 49*time.Millisecond, l.status().QueueDelay)
+}
+
+// The first queue seen with demand, in two probes in a row: 2 MB/s
+// acknowledged (50 kB in 25 ms) and a 49 ms queue (deeper than twice the
+// target): a drain at a quarter of it; a reading within
+// learnHold cuts nothing more; once a probe is back under the target the
+// rate is 90 % of what the link acknowledged.
+func TestLinkLearnerFirstQueueDrains(t *testing.T) {
+	l := &linkLearner{}
+	l.configure(2*time.Millisecond, 16384, 0)
+	t0 := time.Unix(0, 0)
+	s := linkSignal{TCP: true, Acked: 1000, Demand: true}
+	l.update(t0, s)
+	l.probe(time.Millisecond, t0)
+	l.probe(50*time.Millisecond, t0.Add(20*time.Millisecond))
+	r, _ := l.update(t0.Add(25*time.Millisecond), s)
+	require.Zero(t, r, "one probe above the target is not enough to start pacing")
+	l.probe(50*time.Millisecond, t0.Add(40*time.Millisecond))
+	s.Acked += 50000
+	r, changed := l.update(t0.Add(50*time.Millisecond), s)
+	require.True(t, changed)
+	require.InDelta(t, 0.5e6, r, 1)
+	s.Acked += 25000
+	l.probe(40*time.Millisecond, t0.Add(90*time.Millisecond)) // shrinking: no cut
+	r, _ = l.update(t0.Add(100*time.Millisecond), s)
+	require.InDelta(t, 0.5e6, r, 1)
+	s.Acked += 25000
+	l.probe(2*time.Millisecond, t0.Add(140*time.Millisecond))
+	r, _ = l.update(t0.Add(150*time.Millisecond), s)
+	require.InDelta(t, 1.8e6, r, 1)
+	require.Equal(t, uint64(1), l.status().Decreases)
+	require.Equal(t, time.Millisecond, l.status().ProbeMinRTT)
+}
+
+// Extra probes: none before any demand; every learnFastProbe while no rate
+// is learned and the gateway has bytes waiting; none once a rate is
+// learned without a drain.
+func TestLinkLearnerWantsProbes(t *testing.T) {
+	l := &linkLearner{}
+	l.configure(2*time.Millisecond, 16384, 0)
+	t0 := time.Unix(0, 0)
+	require.False(t, l.wantProbe(t0), "no demand yet")
+	s := linkSignal{TCP: true, Acked: 1, Demand: true}
+	l.update(t0, s)
+	l.update(t0.Add(10*time.Millisecond), s)
+	require.True(t, l.wantProbe(t0.Add(10*time.Millisecond)))
+	require.False(t, l.wantProbe(t0.Add(40*time.Millisecond)), "within learnFastProbe")
+	require.True(t, l.wantProbe(t0.Add(60*time.Millisecond)))
+	l.configure(2*time.Millisecond, 16384, 1e6) // a rate (the ceiling), no drain
+	require.False(t, l.wantProbe(t0.Add(200*time.Millisecond)))
+}
