@@ -131,8 +131,11 @@ type deviceStats struct {
 	label   string
 	lanes   [numLanes]laneStats
 	flushes atomic.Uint64
-	errors  atomic.Uint64 // sink errors other than ErrCongested
-	probes  atomic.Uint64
+	// stallHolds counts batched flushes held while the device's TCP
+	// connection was in retransmission-timeout recovery (linkStalled).
+	stallHolds atomic.Uint64
+	errors     atomic.Uint64 // sink errors other than ErrCongested
+	probes     atomic.Uint64
 	// trans counts classifier transitions by the class entered.
 	trans [3]atomic.Uint64
 	// critDropped counts dropped samples of critical routes, whatever

@@ -1103,6 +1103,14 @@ func (d *Device) runBatched(now time.Time) time.Duration {
 	if now.Before(d.flushAt) {
 		return d.flushAt.Sub(now)
 	}
+	if d.linkStalled() {
+		// Samples written now would wait behind the lost segment and then
+		// arrive with everything else at once, more than the device's ring
+		// takes: hold them (keep-latest, stale-drop) until TCP has repaired.
+		eg.stats.stallHolds.Add(1)
+		d.flushAt = now.Add(iv)
+		return iv
+	}
 	d.flushBuf = d.flushNow(eg, d.g.clock.Now(), d.flushBuf[:0])
 	d.flushBase, d.flushAt = now, time.Time{}
 	if held, retry := eg.batchedHeld(); held { // held back by the ring or link budget
@@ -1113,6 +1121,26 @@ func (d *Device) runBatched(now time.Time) time.Duration {
 		return retry
 	}
 	return 0
+}
+
+// linkStalled reports whether the batched lane should hold its flush: the
+// device is not CRITICAL and its TCP connection is in retransmission-timeout
+// recovery (TCPInfo.Stalled). On an impaired link a loss burst backs the
+// RTO off to seconds; flushes written meanwhile all arrive together when
+// it is repaired, several ring depths in one burst of callbacks, and the
+// device drops what its subscriber ring cannot hold (anchors.md §2.6,
+// fourth bullet). A CRITICAL device is never held (one TCP_INFO read per
+// flush of the others only).
+func (d *Device) linkStalled() bool {
+	if Class(d.class.Load()) == ClassCritical {
+		return false
+	}
+	ts, ok := d.sink.(TCPInfoSource)
+	if !ok {
+		return false
+	}
+	info, err := ts.TCPInfo()
+	return err == nil && info.Stalled
 }
 
 func (d *Device) flushInterval() time.Duration {

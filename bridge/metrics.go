@@ -22,6 +22,7 @@ const (
 	MetricDropped              = "picobridge_bridge_samples_dropped_total"
 	MetricQueueDepth           = "picobridge_bridge_queue_depth"
 	MetricFlushes              = "picobridge_bridge_batch_flushes_total"
+	MetricStallHolds           = "picobridge_bridge_batch_stall_holds_total"
 	MetricSinkErrors           = "picobridge_bridge_sink_errors_total"
 	MetricSupervisorMode       = "picobridge_bridge_supervisor_mode"
 	MetricSupervisorTransition = "picobridge_bridge_supervisor_transitions_total"
@@ -82,6 +83,9 @@ var (
 		[]string{"device", "lane"}, nil)
 	descFlushes = prometheus.NewDesc(MetricFlushes,
 		"Batched-lane flushes that sent at least one sample to the device.",
+		[]string{"device"}, nil)
+	descStallHolds = prometheus.NewDesc(MetricStallHolds,
+		"Batched-lane flushes held because the device's TCP connection was in retransmission-timeout recovery (not CRITICAL devices).",
 		[]string{"device"}, nil)
 	descSinkErrors = prometheus.NewDesc(MetricSinkErrors,
 		"Errors of the device's link other than congestion.",
@@ -162,7 +166,7 @@ func registerMetrics(r prometheus.Registerer, g *Gateway) error {
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuildInfo, descClass, descRTT, descLoss, descProbes, descTransitions,
-		descAttached, descForwarded, descDropped, descDepth, descFlushes, descSinkErrors, descMode, descSupTransitions, descOccupancy,
+		descAttached, descForwarded, descDropped, descDepth, descFlushes, descStallHolds, descSinkErrors, descMode, descSupTransitions, descOccupancy,
 		descCritDropped, descLinkBudget, descLinkLearned, descLinkMinRTT, descLinkQueueDelay, descLinkQueueBytes, descSuspended, descSuspending, descWakeupLag, descSteal,
 		descOfferedSamples, descOfferedBytes, descOfferedRate, descOfferedByteRate, descOfferedMax, descOfferedP95,
 		descFlushOcc, descFullFlushes} {
@@ -194,6 +198,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(descFlushes, prometheus.CounterValue, float64(s.flushes.Load()), s.label)
+		ch <- prometheus.MustNewConstMetric(descStallHolds, prometheus.CounterValue, float64(s.stallHolds.Load()), s.label)
 		ch <- prometheus.MustNewConstMetric(descSinkErrors, prometheus.CounterValue, float64(s.errors.Load()), s.label)
 		ch <- prometheus.MustNewConstMetric(descProbes, prometheus.CounterValue, float64(s.probes.Load()), s.label)
 		for r := range numReasons {

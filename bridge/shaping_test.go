@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -195,4 +196,69 @@ func TestObservedTrafficPublished(t *testing.T) {
 		}
 		require.True(t, found, "notes: %q", a.Notes)
 	})
+}
+
+// stallSink is a callSink whose TCP connection can be in RTO recovery.
+type stallSink struct {
+	callSink
+	stalled atomic.Bool
+}
+
+func (s *stallSink) TCPInfo() (bridge.TCPInfo, error) {
+	return bridge.TCPInfo{Stalled: s.stalled.Load()}, nil
+}
+
+// While a NONCRITICAL device's TCP connection is in retransmission-timeout
+// recovery its batched lane writes nothing (what it wrote would arrive in
+// one burst after the repair, more than the device's ring); the held
+// samples are kept latest and go stale as usual, every one counted; the
+// lane resumes once the connection has recovered. A CRITICAL device is
+// never held.
+func TestBatchedHoldsWhileLinkStalled(t *testing.T) {
+	for _, class := range []string{"noncritical", "critical"} {
+		t.Run(class, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGateway(t, testConfig(t, "devices:\n  list:\n    - {name: arm, zid: \"a1\", platform: posix, class: "+class+"}\n"), nil)
+				sink := &stallSink{}
+				d, err := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
+				require.NoError(t, err)
+				d.DeclareSubscriber("scan")
+				g.Run()
+				scan := route(t, g, "/scan")
+				require.Equal(t, bridge.LaneBatched, d.Lane(scan.Criticality))
+				publish := func(n int) {
+					for i := range n {
+						g.Publish(scan, bridge.Sample{Payload: []byte{byte(i)}})
+						time.Sleep(100 * time.Millisecond)
+					}
+				}
+				publish(10) // 1 s healthy
+				synctest.Wait()
+				before := len(sink.snapshot())
+				sink.stalled.Store(true)
+				publish(20) // 2 s of RTO recovery
+				synctest.Wait()
+				during := len(sink.snapshot()) - before
+				sink.stalled.Store(false)
+				publish(10)
+				time.Sleep(time.Second)
+				synctest.Wait()
+				after := len(sink.snapshot()) - before - during
+				st := g.Devicez(bridge.DevicezOptions{}).Devices[0].Lanes["batched"]
+				total := st.Forwarded
+				for _, v := range st.Dropped {
+					total += v
+				}
+				require.EqualValues(t, 40, total, "every sample forwarded or dropped with a reason: %+v", st)
+				require.Positive(t, before)
+				require.Positive(t, after, "the lane resumes")
+				if class == "critical" {
+					require.Positive(t, during, "a CRITICAL device is never held")
+					return
+				}
+				require.Zero(t, during, "nothing written while the link is stalled")
+				require.Positive(t, st.Dropped["stale"]+st.Dropped["congestion"], "held samples replaced or gone stale, counted")
+			})
+		})
+	}
 }

@@ -27,6 +27,11 @@ type TCPInfo struct {
 	MinRTT      time.Duration `json:"min_rtt_ns"`
 	BytesAcked  uint64        `json:"bytes_acked"`
 	RwndLimited time.Duration `json:"rwnd_limited_ns"`
+	// Stalled says the connection is in retransmission-timeout recovery
+	// (tcpi_ca_state TCP_CA_Loss, or tcpi_retransmits > 0): nothing it
+	// sends arrives until the lost segment is repaired, and then everything
+	// queued behind it arrives at once.
+	Stalled bool `json:"stalled"`
 
 	retransRatio float64 // since the previous observation, set by ObserveTCP
 }

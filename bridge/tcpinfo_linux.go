@@ -9,6 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// tcpCALoss is Linux's TCP_CA_Loss congestion-avoidance state (include/net/tcp.h):
+// the sender is recovering from a retransmission timeout.
+const tcpCALoss = 4
+
 // ReadTCPInfo reads TCP_INFO from conn's socket.
 func ReadTCPInfo(conn *net.TCPConn) (TCPInfo, error) {
 	raw, err := conn.SyscallConn()
@@ -36,5 +40,6 @@ func ReadTCPInfo(conn *net.TCPConn) (TCPInfo, error) {
 		MinRTT:       time.Duration(ti.Min_rtt) * time.Microsecond,
 		BytesAcked:   ti.Bytes_acked,
 		RwndLimited:  time.Duration(ti.Rwnd_limited) * time.Microsecond,
+		Stalled:      ti.Ca_state == tcpCALoss || ti.Retransmits > 0,
 	}, nil
 }
