@@ -36,7 +36,7 @@ type learnCase struct {
 // learnRun publishes 48 B critical samples at 50 Hz (the express lane)
 // and bulk samples at 10 Hz (batched lane, best effort) to one device
 // behind linkemu with a 256 KiB bottleneck queue, with the default
-// configuration (policy.link.estimate: learn, nothing about the link
+// configuration but policy.link.estimate: learn (nothing about the link
 // configured), and returns the express latencies of the samples sent from
 // c.from on, the express samples lost, and the share of the bulk samples
 // sent from c.from on that arrived.
@@ -50,6 +50,8 @@ routes:
 devices:
   list:
     - {name: dev, platform: posix, env: {NROS_ZENOH_FRAG_MAX_SIZE: "4194304", NROS_ZENOH_SUBSCRIBER_BUFFER_SIZE: "4194304", NROS_ZENOH_SUBSCRIBER_RING_DEPTH: "16"}}
+policy:
+  link: {estimate: learn}
 supervisor:             # a loaded test machine must not suspend lanes
   degraded: {lag: 2s}
   emergency: {lag: 5s}
