@@ -14,11 +14,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime/cgo"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -377,9 +380,9 @@ type Reader struct {
 	qos      QoS
 	opts     readerOptions
 	rd       C.dds_entity_t
-	ws, gc   C.dds_entity_t // waitset mode
-	h        cgo.Handle     // listener mode
-	items    *C.pb_item     // C array of takeBatch items
+	wake     *os.File   // notify mode: the eventfd the listener counts samples on
+	h        cgo.Handle // listener mode
+	items    *C.pb_item // C array of takeBatch items
 	q        *sampleQueue
 	done     chan struct{}
 	closed   atomic.Bool
@@ -402,8 +405,9 @@ type Reader struct {
 }
 
 // NewReader creates a reader for topic and type name with QoS q. By default a
-// goroutine waits on a Cyclone waitset and moves samples into a queue of
-// DefaultQueueLen with DropOldest; see WithQueue, WithListener, WithHandler.
+// goroutine waits for the reader's data-available listener in the netpoller
+// (waitLoop) and moves samples into a queue of DefaultQueueLen with
+// DropOldest; see WithQueue, WithListener, WithHandler.
 func (p *Participant) NewReader(topic, typeName string, q QoS, opts ...ReaderOption) (*Reader, error) {
 	o, err := buildReaderOptions(opts)
 	if err != nil {
@@ -429,22 +433,25 @@ func (p *Participant) NewReader(topic, typeName string, q QoS, opts ...ReaderOpt
 		r.h = cgo.NewHandle(r)
 		r.rd = C.pb_create_reader_listener(p.pp, tp, cq, C.uintptr_t(r.h))
 	} else {
-		r.rd = C.dds_create_reader(p.pp, tp, cq, nil)
+		efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			C.free(unsafe.Pointer(r.items))
+			return nil, fmt.Errorf("ddspath: reader eventfd: %w", err)
+		}
+		r.wake = os.NewFile(uintptr(efd), "ddspath-reader") // non-blocking: read in the netpoller
+		r.rd = C.pb_create_reader_notify(p.pp, tp, cq, C.int(efd))
 	}
 	if r.rd < 0 {
 		if r.h != 0 {
 			r.h.Delete()
 		}
+		if r.wake != nil {
+			_ = r.wake.Close()
+		}
 		C.free(unsafe.Pointer(r.items))
 		return nil, ddsErr("dds_create_reader", C.dds_return_t(r.rd))
 	}
 	if !o.listener {
-		r.ws = C.pb_create_waitset_for(p.pp, r.rd, &r.gc)
-		if r.ws < 0 {
-			C.dds_delete(r.rd)
-			C.free(unsafe.Pointer(r.items))
-			return nil, ddsErr("dds_create_waitset", C.dds_return_t(r.ws))
-		}
 		r.wg.Add(1)
 		go r.waitLoop()
 	}
@@ -500,19 +507,37 @@ func (r *Reader) WriterGUID(handle uint64) (GUID, error) {
 	return g, ddsErr("dds_get_matched_publication_data", C.dds_return_t(rc))
 }
 
+// waitLoop takes and delivers samples until the reader closes. It waits for
+// data on the reader's eventfd, which Cyclone's data-available listener
+// counts up (pb_create_reader_notify), in Go's netpoller, and never blocks
+// in C. A goroutine blocked in a cgo call keeps its P: Go does not hand it
+// to another thread until sysmon retakes it, two sysmon passes 20 µs to
+// 10 ms apart, 10 to 20 ms in a mostly idle process (runtime/proc.go sysmon,
+// retake). The route goroutine that deliver just woke sits in that P's
+// run-next slot meanwhile, and with two readers blocked in dds_waitset_wait
+// (GOMAXPROCS 2, the demo's /scan and /imu_data written 0.3 ms apart) no P
+// was left for anything else either: the demo's critical samples of both
+// routes waited 4 to 20 ms and were released together.
 func (r *Reader) waitLoop() {
 	defer r.wg.Done()
+	var cnt [8]byte
 	for !r.closed.Load() {
-		n := C.pb_wait_take(r.ws, r.rd, C.int64_t(ddsInfinity), r.items, takeBatch)
+		n := C.pb_take(r.rd, r.items, takeBatch)
 		if n < 0 {
 			if r.closed.Load() {
 				return
 			}
-			// Not expected with an infinite wait; avoid a hot loop.
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // not expected; avoid a hot loop
 			continue
 		}
-		r.deliver(int(n))
+		if n > 0 {
+			r.deliver(int(n))
+			continue
+		}
+		// Parks in the netpoller: the P runs what deliver woke.
+		if _, err := r.wake.Read(cnt[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return
+		}
 	}
 }
 
@@ -602,11 +627,9 @@ func (r *Reader) close() error {
 	r.closed.Store(true)
 	close(r.done)
 	var errs []error
-	if r.ws != 0 {
-		errs = append(errs, ddsErr("dds_set_guardcondition", C.dds_set_guardcondition(r.gc, true)))
+	if r.wake != nil {
+		_ = r.wake.SetReadDeadline(time.Unix(1, 0)) // ends a Read in progress; waitLoop sees closed
 		r.wg.Wait()
-		errs = append(errs, ddsErr("dds_delete(waitset)", C.dds_delete(r.ws)))
-		errs = append(errs, ddsErr("dds_delete(guard)", C.dds_delete(r.gc)))
 	}
 	r.pollLoss() // last reading, then no status call may touch r.rd
 	r.statusMu.Lock()
@@ -614,6 +637,9 @@ func (r *Reader) close() error {
 	r.statusMu.Unlock()
 	// Waits for a running listener callback to return.
 	errs = append(errs, ddsErr("dds_delete(reader)", C.dds_delete(r.rd)))
+	if r.wake != nil {
+		_ = r.wake.Close() // after dds_delete: no listener writes to it any more
+	}
 	if r.h != 0 {
 		r.h.Delete()
 	}

@@ -4,8 +4,10 @@ package ddspath
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -329,4 +331,49 @@ func TestErrorMapping(t *testing.T) {
 	require.ErrorIs(t, &Error{Op: "x", Code: retTimeout}, ErrTimeout)
 	require.ErrorIs(t, &Error{Op: "x", Code: retAlreadyDeleted}, ErrClosed)
 	require.False(t, errors.Is(&Error{Op: "x", Code: retError}, ErrTimeout))
+}
+
+// TestIdleReaderWaitsInNetpoller checks that a reader's goroutine waits for
+// data parked in Go's netpoller ("IO wait"), not inside a cgo call
+// ("syscall"). A goroutine blocked in C keeps its P until sysmon retakes
+// it, 10 to 20 ms in an idle process: the route goroutine it had just woken
+// waited that long, the demo's critical-latency tail (no_loop_room p99
+// 15 ms with dds_waitset_wait). Samples written meanwhile still arrive in
+// order.
+func TestIdleReaderWaitsInNetpoller(t *testing.T) {
+	a, b := openPair(t)
+	topic := uniqueTopic(t, "wait")
+	r, err := b.NewReader(topic, laserType, ROSDefaultQoS())
+	require.NoError(t, err)
+	w, err := a.NewWriter(topic, laserType, ROSDefaultQoS())
+	require.NoError(t, err)
+	waitFor(t, 5*time.Second, "match", func() bool { return w.Matched() == 1 && r.Matched() == 1 })
+
+	for i := range uint32(3) {
+		require.NoError(t, w.Write(cdrSample(64, i), time.Time{}))
+		require.Equal(t, i, binary.LittleEndian.Uint32(recv(t, r, 5*time.Second).CDR[4:]))
+		var state string
+		waitFor(t, 5*time.Second, "reader goroutine waiting", func() bool {
+			state = waitLoopState()
+			return strings.Contains(state, "wait") || strings.Contains(state, "syscall")
+		})
+		require.Contains(t, state, "IO wait", "the idle reader's goroutine is %q", state)
+	}
+}
+
+// waitLoopState is the state ("IO wait", "syscall", "runnable"...) of the
+// first goroutine running Reader.waitLoop, from a dump of all goroutines.
+func waitLoopState() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, "ddspath.(*Reader).waitLoop") {
+			continue
+		}
+		hdr, _, _ := strings.Cut(g, "\n")
+		if i, j := strings.Index(hdr, "["), strings.Index(hdr, "]"); i >= 0 && j > i {
+			return hdr[i+1 : j]
+		}
+	}
+	return ""
 }

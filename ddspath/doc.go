@@ -15,7 +15,7 @@
 //   - Bytes passed to Writer.Write are copied by C before Write returns.
 //   - Sample.CDR is a Go-owned copy; nothing returned to the caller aliases
 //     C memory.
-//   - A Reader owns at most one goroutine (waitset mode) that Close stops and
+//   - A Reader owns at most one goroutine (default mode) that Close stops and
 //     waits for; in listener mode Cyclone's threads call into Go through a
 //     runtime/cgo.Handle, copy the samples and enqueue them, nothing more.
 //     The handle is deleted only after dds_delete(reader) has returned.

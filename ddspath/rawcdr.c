@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
+#include <stdint.h>
+#include <unistd.h>
 #include "dds/dds.h"
 #include "dds/ddsrt/heap.h"
 #include "dds/ddsrt/atomics.h"
@@ -389,17 +391,6 @@ int pb_take (dds_entity_t rd, pb_item *items, int max)
   return n;
 }
 
-int pb_wait_take (dds_entity_t ws, dds_entity_t rd, int64_t timeout, pb_item *items, int max)
-{
-  int n = pb_take (rd, items, max);
-  if (n != 0)
-    return n;
-  dds_return_t rc = dds_waitset_wait (ws, NULL, 0, timeout);
-  if (rc < 0)
-    return rc;
-  return pb_take (rd, items, max);
-}
-
 void pb_release_items (pb_item *items, int n)
 {
   for (int i = 0; i < n; i++)
@@ -513,6 +504,27 @@ dds_entity_t pb_create_reader_listener (dds_entity_t pp, dds_entity_t tp, const 
   return rd;
 }
 
+// pb_on_data_notify is the data-available listener of a reader made by
+// pb_create_reader_notify: it adds one to the reader's eventfd, which the Go
+// side waits on in the netpoller (cyclone.go waitLoop). It never blocks: the
+// eventfd is non-blocking and its 64-bit counter does not fill.
+static void pb_on_data_notify (dds_entity_t rd, void *arg)
+{
+  (void) rd;
+  uint64_t one = 1;
+  ssize_t r = write ((int) (intptr_t) arg, &one, sizeof one);
+  (void) r;
+}
+
+dds_entity_t pb_create_reader_notify (dds_entity_t pp, dds_entity_t tp, const dds_qos_t *q, int fd)
+{
+  dds_listener_t *l = dds_create_listener ((void *) (intptr_t) fd);
+  dds_lset_data_available (l, pb_on_data_notify);
+  dds_entity_t rd = dds_create_reader (pp, tp, q, l);
+  dds_delete_listener (l); // the reader keeps a copy
+  return rd;
+}
+
 int32_t pb_matched_publications (dds_entity_t rd)
 {
   dds_subscription_matched_status_t st;
@@ -544,20 +556,6 @@ int pb_matched_writer_guid (dds_entity_t rd, dds_instance_handle_t ih, uint8_t *
   memcpy (out, ep->key.v, 16);
   dds_builtintopic_free_endpoint (ep);
   return 0;
-}
-
-dds_entity_t pb_create_waitset_for(dds_entity_t pp, dds_entity_t rd, dds_entity_t *gc) {
-  dds_entity_t ws = dds_create_waitset (pp);
-  if (ws < 0) return ws;
-  dds_entity_t rc = dds_create_readcondition (rd, DDS_ANY_STATE);
-  if (rc < 0) { dds_delete (ws); return rc; }
-  dds_entity_t g = dds_create_guardcondition (pp);
-  if (g < 0) { dds_delete (rc); dds_delete (ws); return g; }
-  dds_return_t r1 = dds_waitset_attach (ws, rc, 0);
-  dds_return_t r2 = dds_waitset_attach (ws, g, 1);
-  if (r1 < 0 || r2 < 0) { dds_delete (g); dds_delete (rc); dds_delete (ws); return r1 < 0 ? r1 : r2; }
-  *gc = g;
-  return ws;
 }
 
 // pb_reader_loss reads the reader's SAMPLE_LOST and SAMPLE_REJECTED

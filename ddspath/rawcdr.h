@@ -56,11 +56,11 @@ dds_entity_t pb_create_topic(dds_entity_t pp, const char *topic, const char *typ
 dds_qos_t *pb_make_qos(const pb_qos_in *in, int for_writer);
 dds_return_t pb_write(dds_entity_t wr, const void *data, uint32_t size, int64_t ts);
 int pb_take(dds_entity_t rd, pb_item *items, int max);
-int pb_wait_take(dds_entity_t ws, dds_entity_t rd, int64_t timeout, pb_item *items, int max);
 void pb_release_items(pb_item *items, int n);
 int pb_endpoints_take(dds_entity_t rd, pb_endpoint *eps, int max, dds_instance_handle_t own);
 void pb_endpoints_return(dds_entity_t rd, pb_endpoint *eps, int n);
 dds_entity_t pb_create_reader_listener(dds_entity_t pp, dds_entity_t tp, const dds_qos_t *q, uintptr_t handle);
+dds_entity_t pb_create_reader_notify(dds_entity_t pp, dds_entity_t tp, const dds_qos_t *q, int fd);
 int32_t pb_matched_publications(dds_entity_t rd);
 int32_t pb_matched_subscriptions(dds_entity_t wr);
 int64_t pb_live_serdata(void);
@@ -69,6 +69,5 @@ int pb_matched_writer_guid(dds_entity_t rd, dds_instance_handle_t ih, uint8_t *o
 
 dds_return_t pb_reader_loss(dds_entity_t rd, uint64_t *lost, uint64_t *rejected);
 
-dds_entity_t pb_create_waitset_for(dds_entity_t pp, dds_entity_t rd, dds_entity_t *gc);
 
 #endif

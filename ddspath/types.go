@@ -321,7 +321,7 @@ func WithQueue(n int, policy Overflow) ReaderOption {
 func WithListener() ReaderOption { return func(o *readerOptions) { o.listener = true } }
 
 // WithHandler calls fn for each sample instead of queueing it, on the
-// reception goroutine (waitset mode) or on a Cyclone thread (listener mode):
+// reception goroutine (default mode) or on a Cyclone thread (listener mode):
 // fn must only copy and enqueue, never block and never close DDS entities.
 // The sample is owned by fn. Reader.C then returns a closed channel.
 func WithHandler(fn func(*Sample)) ReaderOption { return func(o *readerOptions) { o.handler = fn } }
