@@ -101,16 +101,8 @@ type txConfig struct {
 func sendsNeeded(cfg txConfig, batchSize int, pubs []Topic) float64 {
 	var n float64
 	for _, t := range pubs {
-		perSample := 1 / math.Min(1, samplesPerSend(batchSize, float64(t.SizeBytes)))
-		if cfg.batch && cfg.lanes[t.Name] == LaneBatched {
-			per := samplesPerSend(batchSize, float64(t.SizeBytes))
-			if cfg.split {
-				per *= splitLockGain
-			}
-			n += t.RateHz / per
-			continue
-		}
-		n += t.RateHz * perSample
+		batched := cfg.batch && cfg.lanes[t.Name] == LaneBatched
+		n += t.RateHz / txSamplesPerSend(batchSize, t.SizeBytes, batched, cfg.split)
 	}
 	return n
 }

@@ -138,14 +138,22 @@ func (c Capacity) TxCapacity(size int) float64 {
 	if !c.PerFdTxCeiling || c.SocketWindow <= 0 {
 		return 0
 	}
-	per := math.Min(1, samplesPerSend(c.BatchSize, float64(size)))
-	if c.TxBatch {
-		per = samplesPerSend(c.BatchSize, float64(size))
-		if c.SplitLock {
-			per *= splitLockGain
-		}
+	return sendRate(c.SocketWindow) * txSamplesPerSend(c.BatchSize, size, c.TxBatch, c.SplitLock)
+}
+
+// txSamplesPerSend is how many samples of size bytes one device send
+// carries: a batch of them with TX batching (more with split lock, which
+// appends while a send is in progress), else one sample at most (less than
+// one when it needs several fragments).
+func txSamplesPerSend(batchSize, size int, batched, split bool) float64 {
+	per := samplesPerSend(batchSize, float64(size))
+	if !batched {
+		return math.Min(1, per)
 	}
-	return sendRate(c.SocketWindow) * per
+	if split {
+		per *= splitLockGain
+	}
+	return per
 }
 
 // sendRate is the socket sends per second a per-fd-locked device achieves
