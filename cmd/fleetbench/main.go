@@ -35,6 +35,8 @@ func main() {
 	dials := flag.Int("dials", 32, "concurrent dials of the load generator")
 	budget := flag.Duration("connect-budget", 180*time.Second, "deadline of a row's connect phase; sessions not open by then count as failed")
 	out := flag.String("out", "", "also write the Markdown report to this file")
+	routerCPUs := flag.String("router-cpus", "", "pin the router under test to these CPUs (taskset -c LIST, e.g. 0); default unpinned")
+	loadgenCPUs := flag.String("loadgen-cpus", "", "pin the load generator to these CPUs (taskset -c LIST, e.g. 1); default unpinned")
 	var routerArgs, gatewayArgs benchkit.Repeated
 	flag.Var(&routerArgs, "router-arg", "extra argument for `picobridge router` (repeatable)")
 	flag.Var(&gatewayArgs, "run-arg", "extra argument for `picobridge run` (repeatable), e.g. --run-arg=--devices-all-clients")
@@ -42,6 +44,7 @@ func main() {
 
 	o := fleet.Options{Picobridge: *bin, Duration: *duration, Drain: *drain, Idle: *idle, Size: *size, Batch: *batch,
 		Sources: *sources, Dials: *dials, ConnectBudget: *budget, RouterArgs: routerArgs, GatewayArgs: gatewayArgs, Log: os.Stderr,
+		RouterCPUs: *routerCPUs, LoadgenCPUs: *loadgenCPUs,
 		RateHz: func(n int) float64 {
 			if n >= *slowFrom {
 				return *slowRate
@@ -67,6 +70,9 @@ func main() {
 	rep, err := fleet.Run(ctx, o)
 	if rep != nil {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("picobridge: %s. Sessions: raw Zenoh client sessions (INIT batch %d, OPEN lease 10 s, one DeclareSubscriber on fleet/fan, no INTEREST) from one load generator process over %d source addresses; publisher: one raw session pushing %d B samples stamped with the send time (one clock). CPU from /proc/<pid>/stat over the fan-out window, RSS = VmRSS.", *bin, *batch, *sources, *size))
+		if *routerCPUs != "" || *loadgenCPUs != "" {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("Pinned with taskset: router on CPUs %q, load generator on CPUs %q (\"\" = unpinned).", *routerCPUs, *loadgenCPUs))
+		}
 		if werr := benchkit.Emit(rep.Markdown(), *out); werr != nil {
 			benchkit.Fail(cmd, 1, werr)
 		}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,7 +58,25 @@ type Options struct {
 	Loadgen     []string
 	RouterArgs  []string // appended to `picobridge router`
 	GatewayArgs []string // appended to `picobridge run`, e.g. --devices-all-clients
-	Log         io.Writer
+	// RouterCPUs and LoadgenCPUs, if set, pin the router under test and the load
+	// generator to these CPUs (`taskset -c LIST`, e.g. "0" and "1"), so that on a small
+	// host the load generator does not take the router's core (issue 25's fan-out goal
+	// asks for the load generator on its own core). "" leaves the process unpinned.
+	RouterCPUs, LoadgenCPUs string
+	Log                     io.Writer
+}
+
+// pinned prefixes argv with `taskset -c cpus` when cpus is set. Errors: taskset
+// missing from PATH.
+func pinned(cpus string, argv []string) ([]string, error) {
+	if cpus == "" {
+		return argv, nil
+	}
+	ts, err := exec.LookPath("taskset")
+	if err != nil {
+		return nil, fmt.Errorf("pin to CPUs %q: %w (util-linux's taskset)", cpus, err)
+	}
+	return append([]string{ts, "-c", cpus}, argv...), nil
 }
 
 func (o *Options) defaults() error {
@@ -279,7 +298,11 @@ func startRouter(o Options, sys System, dir string) (*benchkit.Proc, string, str
 			args = append([]string{"run", "--no-dds", "-l", ep, "--metrics", h, "--log-level", "error"}, o.GatewayArgs...)
 			ready = "http://" + h + "/healthz"
 		}
-		p, err := benchkit.Start(string(sys), nil, append([]string{o.Picobridge}, args...)...)
+		argv, err := pinned(o.RouterCPUs, append([]string{o.Picobridge}, args...))
+		if err != nil {
+			return nil, "", "", err
+		}
+		p, err := benchkit.Start(string(sys), nil, argv...)
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -295,7 +318,11 @@ func startRouter(o Options, sys System, dir string) (*benchkit.Proc, string, str
 		}
 		// zenohd refuses sessions beyond transport/unicast/max_sessions (default 1000).
 		maxSess := strconv.Itoa(max(maxInt(o.Sessions)+100, 1000))
-		p, err := benchkit.Start(string(sys), nil, o.Python, "-u", script, "router", "--listen", ep, "--max-sessions", maxSess)
+		argv, err := pinned(o.RouterCPUs, []string{o.Python, "-u", script, "router", "--listen", ep, "--max-sessions", maxSess})
+		if err != nil {
+			return nil, "", "", err
+		}
+		p, err := benchkit.Start(string(sys), nil, argv...)
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -333,7 +360,11 @@ func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row,
 	env := []string{ChildEnv + "=loadgen", addrEnv + "=" + addr, nEnv + "=" + strconv.Itoa(n),
 		sourcesEnv + "=" + strconv.Itoa(o.Sources), keyEnv + "=" + fanKey, batchEnv + "=" + strconv.Itoa(o.Batch), leaseEnv + "=10s",
 		dialsEnv + "=" + strconv.Itoa(o.Dials), connectEnv + "=" + o.ConnectBudget.String()}
-	lp, err := benchkit.Start("loadgen", env, o.Loadgen...)
+	largv, err := pinned(o.LoadgenCPUs, o.Loadgen)
+	if err != nil {
+		return row, err
+	}
+	lp, err := benchkit.Start("loadgen", env, largv...)
 	if err != nil {
 		return row, err
 	}
