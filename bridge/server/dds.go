@@ -37,7 +37,7 @@ type outRoute struct {
 	route   bridge.Route
 	qos     ddspath.QoS
 	reader  *ddspath.Reader
-	writers map[ddspath.GUID]bool
+	writers endpointSet // the remote DDS writers (guarded by ddsBridge.mu)
 	samples atomic.Uint64
 	errors  atomic.Uint64
 	loss    lossTracker
@@ -52,7 +52,7 @@ type inRoute struct {
 	writer  *ddspath.Writer
 	sub     *zenohpath.Subscriber
 	tok     *zenohpath.LivelinessToken // rmw_zenoh MS token (graph.go)
-	readers map[ddspath.GUID]bool
+	readers endpointSet                // the remote DDS readers (guarded by ddsBridge.mu)
 	samples atomic.Uint64
 	errors  atomic.Uint64
 }
@@ -175,7 +175,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 				b.s.stats.routes.WithLabelValues(dirToZenoh).Inc()
 				log.Info("route DDS → Zenoh", "key", r.route.Key, "criticality", string(r.route.Criticality), "qos", r.qos.String())
 			}
-			r.writers[e.GUID] = true
+			r.writers.add(e.GUID)
 			if r.hist != nil {
 				r.hist.grow(e.QoS.Depth)
 			}
@@ -186,8 +186,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 			b.mu.Unlock()
 			return
 		}
-		delete(r.writers, e.GUID)
-		if len(r.writers) > 0 {
+		if !r.writers.remove(e.GUID) {
 			b.mu.Unlock()
 			return
 		}
@@ -222,7 +221,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 				b.s.stats.routes.WithLabelValues(dirToDDS).Inc()
 				log.Info("route Zenoh → DDS", "key", r.route.Key, "qos", r.qos.String())
 			}
-			r.readers[e.GUID] = true
+			r.readers.add(e.GUID)
 			b.mu.Unlock()
 			return
 		}
@@ -230,8 +229,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 			b.mu.Unlock()
 			return
 		}
-		delete(r.readers, e.GUID)
-		if len(r.readers) > 0 {
+		if !r.readers.remove(e.GUID) {
 			b.mu.Unlock()
 			return
 		}
@@ -275,7 +273,7 @@ func (b *ddsBridge) newOut(e ddspath.Endpoint, route bridge.Route) (*outRoute, e
 	if err != nil {
 		return nil, err
 	}
-	r := &outRoute{route: route, qos: q, reader: rd, writers: map[ddspath.GUID]bool{}}
+	r := &outRoute{route: route, qos: q, reader: rd}
 	if q.Durability == ddspath.TransientLocal {
 		if err := b.declareHistory(r, e.QoS.Normalize().Depth); err != nil {
 			_ = rd.Close()
@@ -333,7 +331,7 @@ func (b *ddsBridge) newIn(e ddspath.Endpoint, route bridge.Route) (*inRoute, err
 	if err != nil {
 		return nil, err
 	}
-	r := &inRoute{route: route, qos: q, writer: w, readers: map[ddspath.GUID]bool{}}
+	r := &inRoute{route: route, qos: q, writer: w}
 	s := b.s
 	r.sub, err = s.data.DeclareSubscriber(route.Key, func(smp zenohpath.Sample) {
 		if smp.Kind() != zenohpath.SampleKindPut {
@@ -360,11 +358,11 @@ func (b *ddsBridge) status() []RouteStatus {
 	out := make([]RouteStatus, 0, len(b.out)+len(b.in))
 	for _, r := range b.out {
 		out = append(out, RouteStatus{Route: r.route, Direction: dirToZenoh, QoS: r.qos.String(),
-			Endpoints: len(r.writers), Samples: r.samples.Load(), Errors: r.errors.Load(), Dropped: r.loss.total()})
+			Endpoints: r.writers.len(), Samples: r.samples.Load(), Errors: r.errors.Load(), Dropped: r.loss.total()})
 	}
 	for _, r := range b.in {
 		out = append(out, RouteStatus{Route: r.route, Direction: dirToDDS, QoS: r.qos.String(),
-			Endpoints: len(r.readers), Samples: r.samples.Load(), Errors: r.errors.Load()})
+			Endpoints: r.readers.len(), Samples: r.samples.Load(), Errors: r.errors.Load()})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Topic != out[j].Topic {
