@@ -7,7 +7,8 @@ import "github.com/picobridge/picobridge/ddspath"
 // object is made when the first one arrives and goes when the last one is
 // gone. The three users:
 //
-//	dds.go          outRoute.writers, inRoute.readers (per DDS topic)
+//	dds.go          outRoute.writers, inRoute.readers (per DDS topic;
+//	                removeEndpoint drops the route with its last endpoint)
 //	services.go     svcServer readers/writers, svcClient writers/readers
 //	graphin.go      rmw_zenoh tokens: virtual endpoints of GUID vendor
 //	                graphVendor join the same sets (fromToken tells them apart)

@@ -3,6 +3,8 @@ package server
 import (
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/ddspath"
@@ -50,4 +52,34 @@ func TestEndpointSetTrackAndCounts(t *testing.T) {
 	s.track(tok)
 	dds, tokens = s.counts()
 	require.Equal(t, []int{1, 0}, []int{dds, tokens})
+}
+
+func TestRemoveEndpointLastOneRemovesRoute(t *testing.T) {
+	b := &ddsBridge{s: &Server{stats: newServerMetrics(prometheus.NewRegistry())},
+		out: map[string]*outRoute{}, in: map[string]*inRoute{}}
+	g1, g2 := ddspath.GUID{0x01, 0x10, 1}, ddspath.GUID{0x01, 0x10, 2}
+	r := &outRoute{}
+	r.writers.add(g1)
+	r.writers.add(g2)
+	b.out["rt/a"] = r
+	b.s.stats.routes.WithLabelValues(dirToZenoh).Inc()
+	gauge := func(dir string) float64 { return testutil.ToFloat64(b.s.stats.routes.WithLabelValues(dir)) }
+
+	require.Nil(t, removeEndpoint(b, b.out, "rt/none", g1, dirToZenoh), "no route")
+	require.Nil(t, removeEndpoint(b, b.out, "rt/a", g1, dirToZenoh), "g2 keeps the route")
+	require.Same(t, r, b.out["rt/a"])
+	require.Equal(t, 1.0, gauge(dirToZenoh))
+	require.Same(t, r, removeEndpoint(b, b.out, "rt/a", g2, dirToZenoh), "last one gone: the route, to close")
+	require.Empty(t, b.out)
+	require.Equal(t, 0.0, gauge(dirToZenoh))
+	require.Nil(t, removeEndpoint(b, b.out, "rt/a", g2, dirToZenoh), "already removed")
+	require.Equal(t, 0.0, gauge(dirToZenoh))
+
+	in := &inRoute{}
+	in.readers.add(g1)
+	b.in["rt/b"] = in
+	b.s.stats.routes.WithLabelValues(dirToDDS).Inc()
+	require.Same(t, in, removeEndpoint(b, b.in, "rt/b", g1, dirToDDS))
+	require.Empty(t, b.in)
+	require.Equal(t, 0.0, gauge(dirToDDS))
 }
