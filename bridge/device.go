@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/picobridge/picobridge/knobs"
+	"github.com/picobridge/picobridge/probe"
 )
 
 // Device is one attached zenoh-pico device: its identity, knob profile,
@@ -174,7 +175,7 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 }
 
 // Announce tells the gateway the name the device's probe responder
-// announced (its subscription to PingKey(name)). A device attached without
+// announced (its subscription to probe.PingKey(name)). A device attached without
 // a configuration match by zid takes the configuration of that name.
 func (d *Device) Announce(name string) {
 	d.mu.RLock()
@@ -222,7 +223,7 @@ func (d *Device) SetOverride(o ClassOverride) {
 // DeclareSubscriber records one of the device's subscriptions (a key
 // expression); Publish delivers to devices whose subscriptions include the key.
 func (d *Device) DeclareSubscriber(keyexpr string) {
-	if name, kind, ok := ParseProbeKey(keyexpr); ok && kind == ProbePing {
+	if name, kind, ok := probe.ParseKey(keyexpr); ok && kind == probe.Ping {
 		d.Announce(name)
 		d.probeName.Store(&name) // a responder is there: probe it from now on
 		return
@@ -237,7 +238,7 @@ func (d *Device) DeclareSubscriber(keyexpr string) {
 
 // UndeclareSubscriber removes a subscription.
 func (d *Device) UndeclareSubscriber(keyexpr string) {
-	if name, kind, ok := ParseProbeKey(keyexpr); ok && kind == ProbePing {
+	if name, kind, ok := probe.ParseKey(keyexpr); ok && kind == probe.Ping {
 		if p := d.probeName.Load(); p != nil && *p == name {
 			d.probeName.Store(nil)
 		}
@@ -367,7 +368,7 @@ func (d *Device) probe(now time.Time) {
 func (d *Device) sendProbe(eg *egress, name string, now time.Time) {
 	ping := d.Classifier().PingAfter(now, d.link.selfDelay(now))
 	eg.stats.probes.Add(1)
-	if err := d.sink.SendProbe(PingKey(name), ping); err != nil && !errors.Is(err, ErrCongested) {
+	if err := d.sink.SendProbe(probe.PingKey(name), ping); err != nil && !errors.Is(err, ErrCongested) {
 		eg.log.once(LaneExpress, DropCongestion, "probe not sent", slog.Any("err", err))
 	}
 }

@@ -433,8 +433,8 @@ func (g *Gateway) ReportError() { g.errors.Add(1) }
 // HandlePong takes a publication on a probe pong key (PongSubscription) and
 // gives it to the device it names.
 func (g *Gateway) HandlePong(key string, payload []byte) error {
-	name, kind, ok := ParseProbeKey(key)
-	if !ok || kind != ProbePong {
+	name, kind, ok := probe.ParseKey(key)
+	if !ok || kind != probe.Pong {
 		return fmt.Errorf("bridge: %q is not a pong key", key)
 	}
 	var d *Device
@@ -468,7 +468,7 @@ func (g *Gateway) HandlePong(key string, payload []byte) error {
 type DeviceIdentity struct {
 	// ZID is the device's Zenoh id in hex (from INIT/OPEN).
 	ZID string
-	// Name is the name its probe responder announces (ParseProbeKey on its
+	// Name is the name its probe responder announces (probe.ParseKey on its
 	// ping subscription), when already known; see Device.Announce.
 	Name string
 }

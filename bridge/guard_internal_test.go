@@ -65,7 +65,7 @@ func TestSaturatedGatewayDemotesNoDevice(t *testing.T) {
 			for i := range ds {
 				ds[i], err = g.Attach(DeviceIdentity{ZID: fmt.Sprintf("%04x", i+1)}, &pongSink{g: g, delay: 380 * ms})
 				require.NoError(t, err)
-				ds[i].DeclareSubscriber(PingKey(fmt.Sprintf("d%d", i)))
+				ds[i].DeclareSubscriber(probe.PingKey(fmt.Sprintf("d%d", i)))
 			}
 			if lagging { // the lateness the lag meter would measure on a saturated gateway
 				stop := make(chan struct{})

@@ -37,7 +37,7 @@ type outRoute struct {
 	route   bridge.Route
 	qos     ddspath.QoS
 	reader  *ddspath.Reader
-	writers map[ddspath.GUID]bool
+	writers endpointSet // the remote DDS writers (guarded by ddsBridge.mu)
 	samples atomic.Uint64
 	errors  atomic.Uint64
 	loss    lossTracker
@@ -52,7 +52,7 @@ type inRoute struct {
 	writer  *ddspath.Writer
 	sub     *zenohpath.Subscriber
 	tok     *zenohpath.LivelinessToken // rmw_zenoh MS token (graph.go)
-	readers map[ddspath.GUID]bool
+	readers endpointSet                // the remote DDS readers (guarded by ddsBridge.mu)
 	samples atomic.Uint64
 	errors  atomic.Uint64
 }
@@ -154,95 +154,101 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 	log := b.s.log.With("topic", topic, "type", rosType)
 	switch e.Kind {
 	case ddspath.Publication:
+		if !e.Alive {
+			r := removeEndpoint(b, b.out, e.Topic, e.GUID, dirToZenoh)
+			if r == nil {
+				return
+			}
+			_ = r.reader.Close()
+			undeclareToken(r.tok)
+			if r.histQbl != nil {
+				_ = r.histQbl.Undeclare()
+			}
+			b.pollLoss(r) // the closed reader keeps its last counts
+			log.Info("route DDS → Zenoh removed (no DDS writer left)", "key", r.route.Key, "samples", r.samples.Load(), "dropped", r.loss.total())
+			return
+		}
 		b.mu.Lock()
 		r := b.out[e.Topic]
-		if e.Alive {
-			if r == nil {
-				b.mu.Unlock()
-				if !b.allowed(topic) {
-					log.Debug("DDS publication not bridged (routes allow/deny)")
-					return
-				}
-				route, _ := b.s.gw.Routes().Resolve(topic, rosType, e.TypeHash)
-				r, err = b.newOut(e, route)
-				if err != nil {
-					log.Warn("DDS → Zenoh route not created", "err", err)
-					return
-				}
-				r.tok = b.s.graph.announce(ros2.EntityPublisher, topic, rosType, e.TypeHash, r.qos)
-				b.mu.Lock()
-				b.out[e.Topic] = r
-				b.s.stats.routes.WithLabelValues(dirToZenoh).Inc()
-				log.Info("route DDS → Zenoh", "key", r.route.Key, "criticality", string(r.route.Criticality), "qos", r.qos.String())
-			}
-			r.writers[e.GUID] = true
-			if r.hist != nil {
-				r.hist.grow(e.QoS.Depth)
-			}
-			b.mu.Unlock()
-			return
-		}
 		if r == nil {
 			b.mu.Unlock()
-			return
+			if !b.allowed(topic) {
+				log.Debug("DDS publication not bridged (routes allow/deny)")
+				return
+			}
+			route, _ := b.s.gw.Routes().Resolve(topic, rosType, e.TypeHash)
+			r, err = b.newOut(e, route)
+			if err != nil {
+				log.Warn("DDS → Zenoh route not created", "err", err)
+				return
+			}
+			r.tok = b.s.graph.announce(ros2.EntityPublisher, topic, rosType, e.TypeHash, r.qos)
+			b.mu.Lock()
+			b.out[e.Topic] = r
+			b.s.stats.routes.WithLabelValues(dirToZenoh).Inc()
+			log.Info("route DDS → Zenoh", "key", r.route.Key, "criticality", string(r.route.Criticality), "qos", r.qos.String())
 		}
-		delete(r.writers, e.GUID)
-		if len(r.writers) > 0 {
-			b.mu.Unlock()
-			return
+		r.writers.add(e.GUID)
+		if r.hist != nil {
+			r.hist.grow(e.QoS.Depth)
 		}
-		delete(b.out, e.Topic)
-		b.s.stats.routes.WithLabelValues(dirToZenoh).Dec()
 		b.mu.Unlock()
-		_ = r.reader.Close()
-		undeclareToken(r.tok)
-		if r.histQbl != nil {
-			_ = r.histQbl.Undeclare()
-		}
-		b.pollLoss(r) // the closed reader keeps its last counts
-		log.Info("route DDS → Zenoh removed (no DDS writer left)", "key", r.route.Key, "samples", r.samples.Load(), "dropped", r.loss.total())
 	case ddspath.Subscription:
+		if !e.Alive {
+			r := removeEndpoint(b, b.in, e.Topic, e.GUID, dirToDDS)
+			if r == nil {
+				return
+			}
+			_ = r.sub.Undeclare()
+			undeclareToken(r.tok)
+			_ = r.writer.Close()
+			log.Info("route Zenoh → DDS removed (no DDS reader left)", "key", r.route.Key, "samples", r.samples.Load())
+			return
+		}
 		b.mu.Lock()
 		r := b.in[e.Topic]
-		if e.Alive {
-			if r == nil {
-				b.mu.Unlock()
-				if !b.allowed(topic) {
-					return
-				}
-				route, _ := b.s.gw.Routes().Resolve(topic, rosType, e.TypeHash)
-				r, err = b.newIn(e, route)
-				if err != nil {
-					log.Warn("Zenoh → DDS route not created", "err", err)
-					return
-				}
-				r.tok = b.s.graph.announce(ros2.EntitySubscription, topic, rosType, e.TypeHash, r.qos)
-				b.mu.Lock()
-				b.in[e.Topic] = r
-				b.s.stats.routes.WithLabelValues(dirToDDS).Inc()
-				log.Info("route Zenoh → DDS", "key", r.route.Key, "qos", r.qos.String())
-			}
-			r.readers[e.GUID] = true
-			b.mu.Unlock()
-			return
-		}
 		if r == nil {
 			b.mu.Unlock()
-			return
+			if !b.allowed(topic) {
+				return
+			}
+			route, _ := b.s.gw.Routes().Resolve(topic, rosType, e.TypeHash)
+			r, err = b.newIn(e, route)
+			if err != nil {
+				log.Warn("Zenoh → DDS route not created", "err", err)
+				return
+			}
+			r.tok = b.s.graph.announce(ros2.EntitySubscription, topic, rosType, e.TypeHash, r.qos)
+			b.mu.Lock()
+			b.in[e.Topic] = r
+			b.s.stats.routes.WithLabelValues(dirToDDS).Inc()
+			log.Info("route Zenoh → DDS", "key", r.route.Key, "qos", r.qos.String())
 		}
-		delete(r.readers, e.GUID)
-		if len(r.readers) > 0 {
-			b.mu.Unlock()
-			return
-		}
-		delete(b.in, e.Topic)
-		b.s.stats.routes.WithLabelValues(dirToDDS).Dec()
+		r.readers.add(e.GUID)
 		b.mu.Unlock()
-		_ = r.sub.Undeclare()
-		undeclareToken(r.tok)
-		_ = r.writer.Close()
-		log.Info("route Zenoh → DDS removed (no DDS reader left)", "key", r.route.Key, "samples", r.samples.Load())
 	}
+}
+
+// endpoints is the set of remote DDS endpoints that keep a topic route:
+// the writers of a DDS → Zenoh route, the readers of a Zenoh → DDS one.
+func (r *outRoute) endpoints() *endpointSet { return &r.writers }
+func (r *inRoute) endpoints() *endpointSet  { return &r.readers }
+
+// removeEndpoint forgets remote endpoint g of the route of topic in routes
+// (b.out or b.in) and returns the route when g was its last endpoint: it is
+// then out of routes and out of picobridge_routes{direction=dir}, for the
+// caller to close. nil: no such route, or endpoints are left.
+func removeEndpoint[R interface{ endpoints() *endpointSet }](b *ddsBridge, routes map[string]R, topic string, g ddspath.GUID, dir string) R {
+	var none R
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := routes[topic]
+	if !ok || !r.endpoints().remove(g) {
+		return none
+	}
+	delete(routes, topic)
+	b.s.stats.routes.WithLabelValues(dir).Dec()
+	return r
 }
 
 // matchQoS is a QoS compatible with the remote endpoint's: same
@@ -275,7 +281,7 @@ func (b *ddsBridge) newOut(e ddspath.Endpoint, route bridge.Route) (*outRoute, e
 	if err != nil {
 		return nil, err
 	}
-	r := &outRoute{route: route, qos: q, reader: rd, writers: map[ddspath.GUID]bool{}}
+	r := &outRoute{route: route, qos: q, reader: rd}
 	if q.Durability == ddspath.TransientLocal {
 		if err := b.declareHistory(r, e.QoS.Normalize().Depth); err != nil {
 			_ = rd.Close()
@@ -333,7 +339,7 @@ func (b *ddsBridge) newIn(e ddspath.Endpoint, route bridge.Route) (*inRoute, err
 	if err != nil {
 		return nil, err
 	}
-	r := &inRoute{route: route, qos: q, writer: w, readers: map[ddspath.GUID]bool{}}
+	r := &inRoute{route: route, qos: q, writer: w}
 	s := b.s
 	r.sub, err = s.data.DeclareSubscriber(route.Key, func(smp zenohpath.Sample) {
 		if smp.Kind() != zenohpath.SampleKindPut {
@@ -360,11 +366,11 @@ func (b *ddsBridge) status() []RouteStatus {
 	out := make([]RouteStatus, 0, len(b.out)+len(b.in))
 	for _, r := range b.out {
 		out = append(out, RouteStatus{Route: r.route, Direction: dirToZenoh, QoS: r.qos.String(),
-			Endpoints: len(r.writers), Samples: r.samples.Load(), Errors: r.errors.Load(), Dropped: r.loss.total()})
+			Endpoints: r.writers.len(), Samples: r.samples.Load(), Errors: r.errors.Load(), Dropped: r.loss.total()})
 	}
 	for _, r := range b.in {
 		out = append(out, RouteStatus{Route: r.route, Direction: dirToDDS, QoS: r.qos.String(),
-			Endpoints: len(r.readers), Samples: r.samples.Load(), Errors: r.errors.Load()})
+			Endpoints: r.readers.len(), Samples: r.samples.Load(), Errors: r.errors.Load()})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Topic != out[j].Topic {

@@ -51,7 +51,7 @@ func TestDDSInputLossCounted(t *testing.T) {
 	eventually(t, "rejected", func() bool { return rd.Stats().Rejected > 0 })
 
 	b := &ddsBridge{s: s, out: map[string]*outRoute{}}
-	r := &outRoute{route: bridge.Route{Topic: "/loss", Key: "loss"}, reader: rd, writers: map[ddspath.GUID]bool{}}
+	r := &outRoute{route: bridge.Route{Topic: "/loss", Key: "loss"}, reader: rd}
 	b.out[topic] = r
 	b.pollLoss(r)
 	b.pollLoss(r) // no double counting, no second warning

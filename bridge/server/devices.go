@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
 	"github.com/picobridge/picobridge/zenohpath/wire"
@@ -98,7 +99,7 @@ func (d *devices) SubscriptionsChanged(f zenohpath.Face) {
 	subs := f.Subscriptions()
 	if df.dev == nil {
 		for _, k := range subs {
-			if name, kind, ok := bridge.ParseProbeKey(k); ok && kind == bridge.ProbePing {
+			if name, kind, ok := probe.ParseKey(k); ok && kind == probe.Ping {
 				d.attach(df, name)
 				break
 			}

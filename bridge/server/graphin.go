@@ -38,17 +38,6 @@ var graphVendor = [2]byte{0x7a, 0x6c}
 // fromToken reports whether g is a virtual endpoint made from a token.
 func fromToken(g ddspath.GUID) bool { return g.Vendor() == graphVendor }
 
-// realEndpoints counts the entries of set that are real DDS endpoints.
-func realEndpoints(set map[ddspath.GUID]bool) int {
-	n := 0
-	for g := range set {
-		if !fromToken(g) {
-			n++
-		}
-	}
-	return n
-}
-
 // Results of picobridge_graph_tokens_total{result}.
 const (
 	tokenBridged = "bridged" // turned into DDS endpoints

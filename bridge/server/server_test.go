@@ -108,7 +108,7 @@ metrics:
 	route, ok := s.Gateway().Routes().Resolve("/fast", "std_msgs/msg/String", "")
 	require.True(t, ok)
 	require.Equal(t, "fast", route.Key)
-	r := &outRoute{route: route, writers: map[ddspath.GUID]bool{}}
+	r := &outRoute{route: route}
 	opts := &zenohpath.PutOptions{Express: true}
 	for i := range 5 {
 		b.forward(r, &ddspath.Sample{CDR: []byte{0, 1, 0, 0, byte('0' + i)}, ReceivedAt: time.Now()}, opts)
@@ -232,7 +232,7 @@ metrics:
 	})
 	b := &ddsBridge{s: s}
 	route, _ := s.Gateway().Routes().Resolve("/udp/x", "std_msgs/msg/String", "")
-	b.forward(&outRoute{route: route, writers: map[ddspath.GUID]bool{}}, &ddspath.Sample{CDR: []byte{0, 1, 0, 0, 'u'}}, &zenohpath.PutOptions{})
+	b.forward(&outRoute{route: route}, &ddspath.Sample{CDR: []byte{0, 1, 0, 0, 'u'}}, &zenohpath.PutOptions{})
 	eventually(t, "sample through the batched lane", func() bool { return len(got.get()) == 1 })
 }
 

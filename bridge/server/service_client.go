@@ -20,8 +20,8 @@ type svcClient struct {
 	sv      *services
 	name    string
 	reqType string
-	writers map[ddspath.GUID]bool // the DDS clients' request writers (guarded by sv.mu)
-	readers map[ddspath.GUID]bool // their reply readers (guarded by sv.mu)
+	writers endpointSet // the DDS clients' request writers (guarded by sv.mu)
+	readers endpointSet // their reply readers (guarded by sv.mu)
 
 	mu       sync.Mutex
 	key      string
@@ -39,7 +39,7 @@ type svcClient struct {
 func (c *svcClient) reconcile() {
 	sv := c.sv
 	sv.mu.Lock()
-	clients := len(c.writers) > 0 && len(c.readers) > 0
+	clients := c.writers.len() > 0 && c.readers.len() > 0
 	reqType := c.reqType
 	sv.mu.Unlock()
 	key := sv.keyOf(c.name, reqType)
@@ -61,7 +61,7 @@ func (c *svcClient) reconcile() {
 	}
 	if !clients && !open {
 		sv.mu.Lock()
-		if len(c.writers) == 0 && len(c.readers) == 0 && sv.clients[c.name] == c {
+		if c.writers.len() == 0 && c.readers.len() == 0 && sv.clients[c.name] == c {
 			delete(sv.clients, c.name)
 		}
 		sv.mu.Unlock()

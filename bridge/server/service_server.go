@@ -21,9 +21,9 @@ type svcServer struct {
 	reqType string
 
 	mu      sync.Mutex
-	readers map[ddspath.GUID]bool // the DDS servers' request readers (guarded by sv.mu)
-	writers map[ddspath.GUID]bool // their reply writers (guarded by sv.mu)
-	fastDDS bool                  // guarded by sv.mu
+	readers endpointSet // the DDS servers' request readers (guarded by sv.mu)
+	writers endpointSet // their reply writers (guarded by sv.mu)
+	fastDDS bool        // guarded by sv.mu
 
 	key     string
 	reqW    *ddspath.Writer
@@ -53,7 +53,7 @@ type svcCall struct {
 func (r *svcServer) wanted() (want, fast bool) {
 	r.sv.mu.Lock()
 	defer r.sv.mu.Unlock()
-	return len(r.readers) > 0 && len(r.writers) > 0, r.fastDDS
+	return r.readers.len() > 0 && r.writers.len() > 0, r.fastDDS
 }
 
 func (r *svcServer) reconcile() {
@@ -170,7 +170,7 @@ func (r *svcServer) forgetIfEmpty() {
 	sv := r.sv
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	if len(r.readers) == 0 && len(r.writers) == 0 && sv.servers[r.name] == r {
+	if r.readers.len() == 0 && r.writers.len() == 0 && sv.servers[r.name] == r {
 		r.mu.Lock()
 		idle := r.reqW == nil && r.qbl == nil
 		r.mu.Unlock()

@@ -213,14 +213,14 @@ func (sv *services) handle(e ddspath.Endpoint, name string, kind ros2.TopicKind)
 				sv.mu.Unlock()
 				return
 			}
-			r = &svcServer{sv: sv, name: name, reqType: reqType, readers: map[ddspath.GUID]bool{}, writers: map[ddspath.GUID]bool{}}
+			r = &svcServer{sv: sv, name: name, reqType: reqType}
 			sv.servers[name] = r
 		}
-		set := r.writers
+		set := &r.writers
 		if kind == ros2.KindServiceRequest {
-			set = r.readers
+			set = &r.readers
 		}
-		track(set, e)
+		set.track(e)
 		if e.Alive && e.GUID.Vendor() == ddspath.VendorFastDDS {
 			r.fastDDS = true
 		}
@@ -234,25 +234,16 @@ func (sv *services) handle(e ddspath.Endpoint, name string, kind ros2.TopicKind)
 			sv.mu.Unlock()
 			return
 		}
-		c = &svcClient{sv: sv, name: name, reqType: reqType, writers: map[ddspath.GUID]bool{}, readers: map[ddspath.GUID]bool{}}
+		c = &svcClient{sv: sv, name: name, reqType: reqType}
 		sv.clients[name] = c
 	}
-	set := c.readers
+	set := &c.readers
 	if kind == ros2.KindServiceRequest {
-		set = c.writers
+		set = &c.writers
 	}
-	track(set, e)
+	set.track(e)
 	sv.mu.Unlock()
 	sv.reconcile()
-}
-
-// track adds a discovered endpoint to set, or removes it when it is gone.
-func track(set map[ddspath.GUID]bool, e ddspath.Endpoint) {
-	if e.Alive {
-		set[e.GUID] = true
-	} else {
-		delete(set, e.GUID)
-	}
 }
 
 // run re-checks readiness until close (DDS matching and Zenoh queryables
@@ -301,7 +292,11 @@ func (sv *services) localServer(name string) bool {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	r := sv.servers[name]
-	return r != nil && realEndpoints(r.readers) > 0 // not an rmw_zenoh client's virtual one (graphin.go)
+	if r == nil {
+		return false
+	}
+	dds, _ := r.readers.counts()
+	return dds > 0 // not an rmw_zenoh client's virtual one (graphin.go)
 }
 
 func (sv *services) keyOf(name, reqType string) string {

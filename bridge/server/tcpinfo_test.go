@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
@@ -20,7 +21,7 @@ func silentDevice(t *testing.T, s *Server, name string) {
 	dev, err := zenohpath.Open(context.Background(), zenohpath.Config{Connect: []string{s.Endpoints()[0]}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = dev.Close() })
-	_, err = dev.DeclareSubscriber(bridge.PingKey(name), func(zenohpath.Sample) {})
+	_, err = dev.DeclareSubscriber(probe.PingKey(name), func(zenohpath.Sample) {})
 	require.NoError(t, err)
 	eventually(t, "device attached", func() bool { return s.Gateway().Device(name) != nil })
 }

@@ -74,3 +74,14 @@ func (r *Report) Markdown() string {
 	sb.WriteString(r.Table())
 	return sb.String()
 }
+
+// fmtMS prints a latency in ms ("—" for NaN).
+func fmtMS(v float64) string {
+	if v != v {
+		return "—"
+	}
+	if v < 10 {
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
+}

@@ -63,23 +63,12 @@ type KeepAlive struct {
 func (*KeepAlive) TransportID() TransportID { return IDKeepAlive }
 
 // Len implements TransportMessage.
-func (m KeepAlive) Len() int { return 1 + extsLen(m.Exts) }
+func (m KeepAlive) Len() int { return extsOnlyLen(m.Exts) }
 
 // Append implements TransportMessage.
-func (m KeepAlive) Append(b []byte) []byte {
-	p := len(b)
-	b = append(b, byte(IDKeepAlive))
-	w := newExtWriter(b)
-	w.raw(m.Exts)
-	return finishHeader(&w, p)
-}
+func (m KeepAlive) Append(b []byte) []byte { return appendExtsOnly(b, byte(IDKeepAlive), m.Exts) }
 
-func (m *KeepAlive) decode(r *reader, h byte) error {
-	var err error
-	m.Exts = m.Exts[:0]
-	err = r.extChain(&m.Exts, h&FlagZ != 0, nil)
-	return err
-}
+func (m *KeepAlive) decode(r *reader, h byte) error { return r.extsOnly(h, &m.Exts) }
 
 // ParseKeepAlive decodes a KeepAlive; b starts after the header byte h.
 func ParseKeepAlive(b []byte, h byte) (KeepAlive, int, error) {

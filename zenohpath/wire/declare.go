@@ -127,23 +127,12 @@ type DeclareFinal struct {
 func (*DeclareFinal) DeclID() DeclID { return IDDeclareFinal }
 
 // Len implements DeclarationBody.
-func (m DeclareFinal) Len() int { return 1 + extsLen(m.Exts) }
+func (m DeclareFinal) Len() int { return extsOnlyLen(m.Exts) }
 
 // Append implements DeclarationBody.
-func (m DeclareFinal) Append(b []byte) []byte {
-	p := len(b)
-	b = append(b, byte(IDDeclareFinal))
-	w := newExtWriter(b)
-	w.raw(m.Exts)
-	return finishHeader(&w, p)
-}
+func (m DeclareFinal) Append(b []byte) []byte { return appendExtsOnly(b, byte(IDDeclareFinal), m.Exts) }
 
-func (m *DeclareFinal) decode(r *reader, h byte) error {
-	var err error
-	m.Exts = m.Exts[:0]
-	err = r.extChain(&m.Exts, h&FlagZ != 0, nil)
-	return err
-}
+func (m *DeclareFinal) decode(r *reader, h byte) error { return r.extsOnly(h, &m.Exts) }
 
 // ParseDeclareFinal decodes a DeclareFinal declaration body; b starts after its
 // header byte h.

@@ -210,6 +210,29 @@ func finishHeader(w *extWriter, p int) []byte {
 	return b
 }
 
+// Messages with no field but their extensions (KEEP_ALIVE §4.5, D_FINAL
+// §9.6): the header byte id (Z set when exts is not empty), then the
+// chain, all of which they keep raw.
+
+// extsOnlyLen is the encoded length of such a message.
+func extsOnlyLen(exts []Ext) int { return 1 + extsLen(exts) }
+
+// appendExtsOnly appends such a message.
+func appendExtsOnly(b []byte, id byte, exts []Ext) []byte {
+	p := len(b)
+	b = append(b, id)
+	w := newExtWriter(b)
+	w.raw(exts)
+	return finishHeader(&w, p)
+}
+
+// extsOnly reads such a message's chain after its header byte h into
+// *exts, reusing its backing array.
+func (r *reader) extsOnly(h byte, exts *[]Ext) error {
+	*exts = (*exts)[:0]
+	return r.extChain(exts, h&FlagZ != 0, nil)
+}
+
 // FindExt returns the first extension with the given header (ID|M|ENC).
 func FindExt(exts []Ext, header byte) (Ext, bool) {
 	for _, e := range exts {
