@@ -4,7 +4,6 @@ package bridge
 // capacity, subscriptions, classifier, and how a sample reaches its lanes.
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -340,60 +339,6 @@ func (d *Device) offer(s Sample, c Criticality, now time.Time) {
 	} else {
 		eg.offerBatched(s, now, c == Critical)
 	}
-}
-
-// refreshClass applies a change of effective class to the lanes' rates.
-func (d *Device) refreshClass(now time.Time) {
-	c := d.Classifier().Class()
-	d.mu.Lock()
-	changed := Class(d.class.Swap(uint32(c))) != c
-	eg, conf := d.eg, d.conf
-	d.mu.Unlock()
-	if changed {
-		eg.setBatchedRate(d.batchedRate(conf, c), now)
-	}
-}
-
-// probe sends one ping to a device whose responder subscribed to its ping
-// key; a device without a responder is not probed and stays UNKNOWN.
-func (d *Device) probe(now time.Time) {
-	name := d.probeName.Load()
-	if name == nil {
-		return
-	}
-	d.sendProbe(d.egress(), *name, now)
-}
-
-// sendProbe records a ping with the classifier and hands it to the sink.
-func (d *Device) sendProbe(eg *egress, name string, now time.Time) {
-	ping := d.Classifier().PingAfter(now, d.link.selfDelay(now))
-	eg.stats.probes.Add(1)
-	if err := d.sink.SendProbe(probe.PingKey(name), ping); err != nil && !errors.Is(err, ErrCongested) {
-		eg.log.once(LaneExpress, DropCongestion, "probe not sent", slog.Any("err", err))
-	}
-}
-
-// evaluate runs the device's classifier evaluation under the guard's
-// verdict and returns the reason it was suspended (empty: applied, or no
-// responder).
-func (d *Device) evaluate(now time.Time, guard Guard) string {
-	d.estimateLink(now)
-	if d.probeName.Load() == nil {
-		return "" // no responder: no readings, the class stays UNKNOWN (or the override)
-	}
-	cls := d.Classifier()
-	if d.g.cfg.Classifier.TCPInfo {
-		if ti, ok := d.sink.(TCPInfoSource); ok {
-			if info, err := ti.TCPInfo(); err == nil {
-				cls.ObserveTCP(info)
-			}
-		}
-	}
-	_, why := cls.EvaluateGuarded(now, guard)
-	if why == "" {
-		d.refreshClass(now)
-	}
-	return why
 }
 
 // configuredLink is the device's configured link budget in bytes/s
