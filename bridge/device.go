@@ -57,6 +57,9 @@ type Device struct {
 	errSeen   atomic.Uint64          // sink errors already reported to the supervisor
 	probeName atomic.Pointer[string] // the name the responder subscribed with; nil: no responder
 	detached  atomic.Bool
+	// lane wakes Replay: a batched flush took samples, the lanes' egress
+	// or batched rate changed, the device detached.
+	lane notifier
 	// announced is the profile from the device's knob announcement
 	// (announce.go); nil: its configuration's.
 	announced atomic.Pointer[resolvedProfile]
@@ -166,6 +169,7 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	if old != nil {
 		old.discard()
 		d.expUnit.wake() // the lanes pick the new egress
+		d.lane.notify()
 	}
 	cls.OnTransition(func(t Transition) {
 		stats.transitions(t.To)
@@ -276,6 +280,7 @@ func (d *Device) Detach() {
 	d.batUnit.stop()
 	d.egress().discard()
 	d.g.drained.notify()
+	d.lane.notify()
 	d.g.log.Info("device detached", slog.String("device", d.Name()))
 }
 

@@ -19,9 +19,21 @@ func (d *Device) runExpress(now time.Time) time.Duration {
 	for range expressQuantum {
 		s, ok, wait := eg.nextExpress(now)
 		if ok {
-			d.g.drained.notify() // taken from the FIFO: WaitExpressDrained looks again
-			_ = eg.sendExpress(d.sink, s, now)
-			now = d.g.clock.Now()
+			d.g.drained.notify() // taken from the FIFO: WaitExpressRoom looks again
+			eg.exp.sinkAt.Store(int64(now.Sub(d.g.started)) + 1)
+			err := eg.sendExpress(d.sink, s, now)
+			eg.exp.sinkAt.Store(0)
+			after := d.g.clock.Now()
+			// refused (its link is full) or stalled: not waited for until
+			// its link takes a sample again (WaitExpressRoom)
+			slow := err != nil || after.Sub(now) >= expressStall
+			if eg.exp.slow.Load() != slow { // written only by this unit
+				eg.exp.slow.Store(slow)
+				if slow {
+					d.g.drained.notify()
+				}
+			}
+			now = after
 			continue
 		}
 		return wait
@@ -105,6 +117,7 @@ func (d *Device) Flush(buf []Sample) []Sample {
 
 func (d *Device) flushNow(eg *egress, now time.Time, buf []Sample) []Sample {
 	out := eg.flush(now, buf)
+	d.lane.notify() // the flush took (or dropped) pending samples: Replay looks again
 	if len(out) > 0 {
 		eg.bat.mu.Lock()
 		crit := eg.bat.outCrit

@@ -29,6 +29,10 @@
 //     model of the bytes the gateway itself has in the link (self delay).
 //   - sched.go: the scheduler that serves every device's lanes (units, a
 //     ready FIFO, a few workers, one timer heap): no goroutine per device.
+//   - replay.go, expressdrain.go, wait.go: the data path's only waits,
+//     outside Publish (Device.Replay of TRANSIENT_LOCAL history,
+//     Gateway.WaitExpressRoom for a DDS burst): on notifications from the
+//     lanes and the supervisor and on timers from Options.Clock, never a poll.
 //   - health.go: the gateway-health guard (wake-up lag, CPU steal, load):
 //     readings the gateway's own lag explains are not applied.
 //   - classifier.go: per-device classifier (Adaptive Bridge paper): the

@@ -233,8 +233,15 @@ type egress struct {
 		order []string                   // keys with pending samples, in service order
 		depth int                        // samples kept per key: min(policy.express.depth, RingDepth)
 		// linkPaced: the last attempt waited for the link budget (critical
-		// traffic alone exceeds it); WaitExpressDrained does not wait for it.
+		// traffic alone exceeds it); WaitExpressRoom does not wait for it.
 		linkPaced atomic.Bool
+		// sinkAt is when the lane's current SendExpress call began, in ns
+		// since the gateway started + 1 (0: not in a call); slow: the last
+		// call returned an error (ErrCongested: the link is full) or took
+		// expressStall or longer. WaitExpressRoom waits for neither
+		// a call that reached expressStall nor a slow lane (expressdrain.go).
+		sinkAt atomic.Int64
+		slow   atomic.Bool
 	}
 	bat struct {
 		mu      sync.Mutex

@@ -1,90 +1,111 @@
 package bridge
 
 import (
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // Added by the assembly (bridge/server), kept apart from the lanes' files.
 
-// WaitExpressDrained waits, at most max, until no attached device still
-// holds a pending express sample of key, and reports whether that is so.
-// The server calls it before publishing the next sample of a critical
-// route that DDS delivered in a burst: the express lane keeps at most its
-// depth of samples per key, so a burst longer than that, arriving faster
-// than a device's express lane is scheduled, would otherwise drop samples
-// (counted as congestion) although the device keeps up.
-// Devices whose critical traffic alone exceeds their link budget
-// (policy.link) are paced on purpose and are not waited for: one slow
-// device never slows the route for the others.
+// expressStall is how long one SendExpress call may run before its device
+// counts as stalled: WaitExpressRoom and WaitExpressDrained wait for a
+// device's express lane only while it waits for the CPU (the scheduler),
+// never for its link. A sink returns ErrCongested rather than block
+// (DeviceSink; the server's after the transport's wait_before_drop, 1 ms),
+// and a refused sample marks the device as not waited for at once; a sink
+// that blocks anyway (a synchronous write into a socket that takes no
+// byte) delays the ingress at most this long, once per stall, whatever
+// the number of bursts meanwhile. A healthy sink's call takes microseconds.
+const expressStall = 5 * time.Millisecond
+
+// WaitExpressRoom waits, at most max, until every attached device that
+// holds express samples of key has room for one more in the key's FIFO
+// (fewer than its depth pending), and reports whether that is so. The
+// server calls it before publishing the next sample of a critical route
+// that DDS delivered in a burst: the express lane keeps at most its depth
+// of samples per key (≤ the device's ring depth, invariant 3), so a burst
+// longer than that, published faster than the device's express lane is
+// scheduled, would otherwise drop samples (counted as congestion) although
+// the device keeps up. A burst no longer than the depth never waits.
 //
-// It does not poll: the express lanes notify each sample they hand to a
-// device (and a device's detach), and it looks again only then, so it
-// returns the moment the last pending sample of key is taken.
+// Not waited for (one slow device never slows the route for the others,
+// invariant 1): a device whose critical traffic alone exceeds its link
+// budget (policy.link: paced on purpose), a device whose express lane is
+// inside one SendExpress call for expressStall or longer, and a device
+// whose last SendExpress returned an error (ErrCongested: its link is
+// full) or took that long, until one returns nil in time (its link takes
+// samples again). Such a device does not keep up: keep-latest drops its
+// oldest samples, counted as congestion.
+//
+// It does not poll: the express lanes notify each sample they take (and a
+// device's detach), and it looks again only then, or when a device's
+// sink call reaches expressStall, or at max; times are Options.Clock's.
+func (g *Gateway) WaitExpressRoom(key string, max time.Duration) bool {
+	return g.waitExpress(key, max, true)
+}
+
+// WaitExpressDrained is WaitExpressRoom until no device it waits for
+// holds any express sample of key.
 func (g *Gateway) WaitExpressDrained(key string, max time.Duration) bool {
-	if !g.expressPending(key) {
+	return g.waitExpress(key, max, false)
+}
+
+func (g *Gateway) waitExpress(key string, max time.Duration, room bool) bool {
+	now := g.clock.Now()
+	if full, _ := g.expressFull(key, room, now); !full {
 		return true
 	}
 	g.drained.waiters.Add(1)
 	defer g.drained.waiters.Add(-1)
-	t := time.NewTimer(max)
-	defer t.Stop()
+	deadline := now.Add(max)
 	for {
 		ch := g.drained.wait() // before looking, so a notify in between is not missed
-		if !g.expressPending(key) {
+		now = g.clock.Now()
+		full, recheck := g.expressFull(key, room, now)
+		if !full {
 			return true
 		}
+		left := deadline.Sub(now)
+		if left <= 0 {
+			return false
+		}
+		if recheck > 0 && recheck < left {
+			left = recheck
+		}
+		tick, stop := g.timer(left)
 		select {
 		case <-ch:
-		case <-t.C:
-			return !g.expressPending(key)
+		case <-tick:
 		}
+		stop()
 	}
 }
 
-func (g *Gateway) expressPending(key string) bool {
+// expressFull reports whether a device waited for holds express samples of
+// key (room: its depth of them), and, when one of those is inside a sink
+// call, how long until that call reaches expressStall (0: none).
+func (g *Gateway) expressFull(key string, room bool, now time.Time) (full bool, recheck time.Duration) {
 	for _, d := range *g.devices.Load() {
 		e := d.egress()
-		if e.exp.linkPaced.Load() {
+		if e.exp.linkPaced.Load() || e.exp.slow.Load() {
 			continue
 		}
+		var left time.Duration
+		if at := e.exp.sinkAt.Load(); at != 0 {
+			left = expressStall - now.Sub(g.started.Add(time.Duration(at-1)))
+			if left <= 0 {
+				continue // stalled in its sink: not waited for
+			}
+		}
 		e.exp.mu.Lock()
-		_, ok := e.exp.items[key]
+		n := len(e.exp.items[key])
 		e.exp.mu.Unlock()
-		if ok {
-			return true
+		if n == 0 || (room && n < e.exp.depth) {
+			continue
+		}
+		full = true
+		if left > 0 && (recheck == 0 || left < recheck) {
+			recheck = left
 		}
 	}
-	return false
-}
-
-// notifier wakes the goroutines waiting in WaitExpressDrained. It costs the
-// express lanes one atomic load per sample while nobody waits.
-type notifier struct {
-	waiters atomic.Int32
-	mu      sync.Mutex
-	ch      chan struct{} // closed by notify; nil: none made since
-}
-
-// wait returns a channel closed at the next notify.
-func (n *notifier) wait() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.ch == nil {
-		n.ch = make(chan struct{})
-	}
-	return n.ch
-}
-
-func (n *notifier) notify() {
-	if n.waiters.Load() == 0 {
-		return
-	}
-	n.mu.Lock()
-	if n.ch != nil {
-		close(n.ch)
-		n.ch = nil
-	}
-	n.mu.Unlock()
+	return full, recheck
 }

@@ -70,7 +70,7 @@ type Gateway struct {
 	stats   map[string]*deviceStats   // by label; retained across connections
 	profile map[string]resolvedProfile
 
-	// drained wakes WaitExpressDrained when an express lane sent a sample.
+	// drained wakes WaitExpressRoom when an express lane took a sample.
 	drained notifier
 
 	ingressLag atomic.Int64 // max ns spent in Publish since the last reading

@@ -120,6 +120,7 @@ func (d *Device) refreshClass(now time.Time) {
 	d.mu.Unlock()
 	if changed {
 		eg.setBatchedRate(d.batchedRate(conf, c), now)
+		d.lane.notify() // a replay's next token comes at the new rate
 	}
 }
 

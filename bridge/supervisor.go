@@ -91,6 +91,7 @@ type Supervisor struct {
 	last    Health
 	history []ModeChange
 	total   uint64
+	changed chan struct{} // closed at the next transition; nil: nobody asked (Changed)
 }
 
 // NewSupervisor starts in NORMAL.
@@ -145,6 +146,10 @@ func reachedAny(h Health, l Limits) bool { hit, _ := reached(h, l); return hit }
 func (s *Supervisor) setLocked(to SupervisorMode, h Health, now time.Time, reason string) ModeChange {
 	c := ModeChange{At: now, From: s.mode, To: to, Health: h, Reason: reason}
 	s.mode = to
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	s.total++
 	const keep = 64
 	if len(s.history) == keep {
@@ -160,6 +165,17 @@ func (s *Supervisor) Mode() SupervisorMode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mode
+}
+
+// Changed returns a channel closed at the next mode change (Device.Replay
+// waits on it while the batched lane is suspended, rather than poll Mode).
+func (s *Supervisor) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
 }
 
 // SupervisorStatus is a snapshot for status and diagnostics.

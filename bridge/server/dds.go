@@ -305,8 +305,8 @@ func (b *ddsBridge) newOut(e ddspath.Endpoint, route bridge.Route) (*outRoute, e
 	return r, nil
 }
 
-// expressDrainWait bounds how long a critical route's ingress waits for the
-// devices' express lanes to take the route's previous sample.
+// expressDrainWait bounds how long a critical route's ingress waits for
+// room in the devices' express lanes (bridge.Gateway.WaitExpressRoom).
 const expressDrainWait = 20 * time.Millisecond
 
 // forward publishes one DDS sample on the route's key: to plain Zenoh
@@ -320,9 +320,10 @@ func (b *ddsBridge) forward(r *outRoute, smp *ddspath.Sample, opts *zenohpath.Pu
 		return
 	}
 	if r.route.Criticality == bridge.Critical {
-		// The express lane keeps the latest sample per key: give the
-		// devices' express goroutines a moment to take the previous one.
-		s.gw.WaitExpressDrained(r.route.Key, expressDrainWait)
+		// The express lane keeps at most its depth per key: in a DDS
+		// burst, give a keeping-up device's lane a moment to take one
+		// (never a stalled or link-paced device: WaitExpressRoom).
+		s.gw.WaitExpressRoom(r.route.Key, expressDrainWait)
 	}
 	s.gw.Publish(r.route, bridge.Sample{Key: r.route.Key, Payload: smp.CDR, Time: smp.ReceivedAt})
 	if r.hist != nil {
