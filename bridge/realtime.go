@@ -74,7 +74,16 @@ type threadSys interface {
 	setFIFO(tid, prio int) error
 	// setNice puts thread tid in SCHED_OTHER at nice n.
 	setNice(tid, n int) error
+	// setGroupNice sets the nice of the process's autogroup (its session's
+	// scheduling group, sched(7)) to n; errNoAutogroup when the kernel
+	// does not group by session.
+	setGroupNice(n int) error
 }
+
+// errNoAutogroup: the kernel does not schedule sessions as groups
+// (sched_autogroup_enabled 0, or not Linux), so a thread's nice ranks it
+// against every other thread and there is no group nice to set.
+var errNoAutogroup = errors.New("no autogroup")
 
 // osThread is one thread of the process.
 type osThread struct {
@@ -98,6 +107,7 @@ type realtime struct {
 	mu       sync.Mutex
 	raised   map[int]bool        // tids seen by raiseProcess
 	threads  map[realtimeKey]int // threads raised, by role and what was applied
+	group    bool                // the autogroup's nice was set
 }
 
 type realtimeKey struct {
@@ -130,6 +140,25 @@ func (r *realtime) raiseProcess() {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.raiseThreads()
+	if r.mode == RealtimeNice && !r.group {
+		// With autogroup (sched(7)) a thread's nice ranks it only within
+		// its session: across sessions the CPU is shared per session, and
+		// a hog in another session takes its share whatever our nice.
+		switch err := r.sys.setGroupNice(RealtimeNiceValue); {
+		case err == nil:
+			r.group = true
+		case !errors.Is(err, errNoAutogroup):
+			r.warnOnce.Do(func() {
+				r.log.Warn(fmt.Sprintf("policy.express.realtime: nice: autogroup nice %d refused (%v): the threads are at nice %d but the session shares the CPU with other sessions as an equal (sched(7)); allow it with CAP_SYS_NICE or an RLIMIT_NICE of at least %d (ulimit -e %d), or use fifo",
+					RealtimeNiceValue, err, RealtimeNiceValue, 20-RealtimeNiceValue, 20-RealtimeNiceValue))
+			})
+		}
+	}
+}
+
+// raiseThreads is raiseProcess's passes over the thread list. Caller holds r.mu.
+func (r *realtime) raiseThreads() {
 	for range realtimePasses {
 		ts, err := r.sys.threads()
 		if err != nil {
@@ -210,6 +239,9 @@ func (r *realtime) refused(fifoErr, niceErr error) {
 type RealtimeThreads struct {
 	// Mode is the configured policy.express.realtime.
 	Mode RealtimeMode `json:"mode"`
+	// AutogroupNice is the nice set on the process's autogroup (its
+	// session's scheduling group, sched(7)) under nice; 0: not set.
+	AutogroupNice int `json:"autogroup_nice,omitempty"`
 	// Threads counts the threads raised when the gateway started, per
 	// role and applied mode (RealtimeNice for a FIFO request the kernel
 	// refused); threads created after inherit it and are not counted.
@@ -226,6 +258,9 @@ type RealtimeThreadCount struct {
 func (r *realtime) status() RealtimeThreads {
 	st := RealtimeThreads{Mode: r.mode}
 	r.mu.Lock()
+	if r.group {
+		st.AutogroupNice = RealtimeNiceValue
+	}
 	for k, n := range r.threads {
 		st.Threads = append(st.Threads, RealtimeThreadCount{Role: k.role, Applied: k.applied, Count: n})
 	}

@@ -29,6 +29,8 @@ type fakeThreads struct {
 	nice      map[int]int // tid → nice set
 	listErr   error
 	setCalled int
+	group     int   // autogroup nice set
+	groupErr  error // what setGroupNice returns
 }
 
 func (f *fakeThreads) threads() ([]osThread, error) {
@@ -55,6 +57,14 @@ func (f *fakeThreads) setNice(tid, n int) error {
 		return f.niceErr
 	}
 	f.nice[tid] = n
+	return nil
+}
+
+func (f *fakeThreads) setGroupNice(n int) error {
+	if f.groupErr != nil {
+		return f.groupErr
+	}
+	f.group = n
 	return nil
 }
 
@@ -89,14 +99,43 @@ func TestRealtimeApplied(t *testing.T) {
 			require.Equal(t, tc.fifo, f.fifo)
 			require.Equal(t, tc.nice, f.nice)
 			require.Empty(t, log.String(), "nothing refused: no log line")
-			require.Equal(t, RealtimeThreads{Mode: tc.mode, Threads: []RealtimeThreadCount{
-				{Role: RoleLibrary, Applied: tc.mode, Count: 1}, {Role: RoleRuntime, Applied: tc.mode, Count: 2}}}, r.status())
+			want := RealtimeThreads{Mode: tc.mode, Threads: []RealtimeThreadCount{
+				{Role: RoleLibrary, Applied: tc.mode, Count: 1}, {Role: RoleRuntime, Applied: tc.mode, Count: 2}}}
+			if tc.mode == RealtimeNice { // and its session's scheduling group
+				want.AutogroupNice = RealtimeNiceValue
+				require.Equal(t, RealtimeNiceValue, f.group)
+			} else {
+				require.Zero(t, f.group)
+			}
+			require.Equal(t, want, r.status())
 			// a second call finds nothing new and changes nothing
 			n := f.setCalled
 			r.raiseProcess()
 			require.Equal(t, n, f.setCalled)
 		})
 	}
+}
+
+// nice without autogroup (sched_autogroup_enabled 0): the threads alone,
+// nothing logged; with its group nice refused: the threads keep theirs and
+// the one WARN line says so.
+func TestRealtimeAutogroup(t *testing.T) {
+	var log bytes.Buffer
+	f := newFake(threeThreads)
+	f.groupErr = errNoAutogroup
+	r := newRealtime(RealtimeNice, f, logTo(&log))
+	r.raiseProcess()
+	require.Empty(t, log.String())
+	require.Zero(t, r.status().AutogroupNice)
+	require.Len(t, f.nice, 3)
+
+	f = newFake(threeThreads)
+	f.groupErr = syscall.EPERM
+	r = newRealtime(RealtimeNice, f, logTo(&log))
+	r.raiseProcess()
+	require.Equal(t, `level=WARN msg="policy.express.realtime: nice: autogroup nice -10 refused (operation not permitted): the threads are at nice -10 but the session shares the CPU with other sessions as an equal (sched(7)); allow it with CAP_SYS_NICE or an RLIMIT_NICE of at least 30 (ulimit -e 30), or use fifo"`+"\n", log.String())
+	require.Len(t, f.nice, 3)
+	require.Zero(t, r.status().AutogroupNice)
 }
 
 // A thread that appears while a pass runs (created by one not yet raised)
@@ -141,7 +180,10 @@ func TestRealtimeRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var log bytes.Buffer
 			f := newFake(threeThreads)
-			f.fifoErr, f.niceErr = tc.fifoErr, tc.niceErr
+			f.fifoErr, f.niceErr, f.groupErr = tc.fifoErr, tc.niceErr, tc.niceErr
+			if errors.Is(tc.niceErr, errRealtimeUnsupported) {
+				f.groupErr = errNoAutogroup
+			}
 			r := newRealtime(tc.mode, f, logTo(&log))
 			r.raiseProcess()
 			require.Equal(t, tc.line+"\n", log.String(), "exactly one line for three threads")

@@ -70,3 +70,13 @@ func (l linuxThreads) setFIFO(tid, prio int) error {
 func (l linuxThreads) setNice(tid, n int) error {
 	return unix.SchedSetAttr(tid, &unix.SchedAttr{Policy: unix.SCHED_NORMAL, Nice: int32(n), Flags: l.flags()}, 0)
 }
+
+// setGroupNice writes n to /proc/self/autogroup when the kernel groups
+// sessions (/proc/sys/kernel/sched_autogroup_enabled 1; sched(7)).
+func (l linuxThreads) setGroupNice(n int) error {
+	on, err := os.ReadFile("/proc/sys/kernel/sched_autogroup_enabled")
+	if err != nil || strings.TrimSpace(string(on)) != "1" {
+		return errNoAutogroup
+	}
+	return os.WriteFile(filepath.Join(filepath.Dir(l.task), "autogroup"), []byte(strconv.Itoa(n)), 0)
+}

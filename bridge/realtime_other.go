@@ -14,3 +14,4 @@ func osThreadsResetOnFork() threadSys { return otherThreads{} }
 func (otherThreads) threads() ([]osThread, error) { return nil, errRealtimeUnsupported }
 func (otherThreads) setFIFO(tid, prio int) error  { return errRealtimeUnsupported }
 func (otherThreads) setNice(tid, n int) error     { return errRealtimeUnsupported }
+func (otherThreads) setGroupNice(n int) error     { return errNoAutogroup }
