@@ -12,10 +12,11 @@ package bridge
 // Raised are threads, not goroutines: every thread of the process at Run
 // (Go's and Cyclone's), and, since a new thread inherits its creator's
 // scheduling, every thread created after. Goroutines on locked threads
-// (runtime.LockOSThread) were measured worse: a locked goroutine is handed
-// to its thread by whichever unlocked thread readied it, so each hand-off
-// on the path became two thread wake-ups at normal priority instead of
-// none (docs/perf.md, "Busy host").
+// (runtime.LockOSThread) were measured far worse (critical p99 5–192 ms
+// against 0.4–1.0 ms, docs/perf.md "Busy host"): a locked goroutine runs
+// only on its thread, so each hand-off on the path became a wake-up of
+// that thread, readied through an unlocked thread at normal priority,
+// instead of a run-next switch on the running one.
 
 import (
 	"errors"
@@ -31,15 +32,16 @@ import (
 type RealtimeMode string
 
 const (
-	// RealtimeOff (the default): the goroutines run on any thread at the
-	// process's priority.
+	// RealtimeOff (the default): the threads keep the priority the
+	// process was started with.
 	RealtimeOff RealtimeMode = "off"
-	// RealtimeNice: each on a locked thread at nice RealtimeNiceValue
-	// (SCHED_OTHER). Needs CAP_SYS_NICE or RLIMIT_NICE ≥ 20 − RealtimeNiceValue.
+	// RealtimeNice: every thread at nice RealtimeNiceValue (SCHED_OTHER),
+	// and the session's autogroup too where the kernel groups sessions.
+	// Needs CAP_SYS_NICE or RLIMIT_NICE ≥ 20 − RealtimeNiceValue.
 	RealtimeNice RealtimeMode = "nice"
-	// RealtimeFIFO: each on a locked thread at SCHED_FIFO priority
+	// RealtimeFIFO: every thread at SCHED_FIFO priority
 	// RealtimeFIFOPriority. Needs CAP_SYS_NICE or RLIMIT_RTPRIO ≥ that
-	// priority. Refused, the thread falls back to nice, then to none.
+	// priority. Refused, a thread falls back to nice, then to none.
 	RealtimeFIFO RealtimeMode = "fifo"
 )
 
