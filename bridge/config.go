@@ -236,6 +236,11 @@ type ExpressConfig struct {
 	// congestion), never more than the device's subscriber ring depth.
 	// Validate requires ≥ 1; the lanes read 0 as DefaultExpressDepth.
 	Depth int `yaml:"depth"`
+	// Realtime is how the critical express path's threads are scheduled:
+	// off (default), nice (locked threads at nice RealtimeNiceValue) or
+	// fifo (locked threads at SCHED_FIFO RealtimeFIFOPriority); realtime.go.
+	// Environment: PICOBRIDGE_EXPRESS_REALTIME (over the file, under --cfg).
+	Realtime RealtimeMode `yaml:"realtime"`
 }
 
 // DefaultExpressDepth is policy.express.depth when unset: enough for a

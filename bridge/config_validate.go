@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -153,6 +154,11 @@ func (c *Config) Validate() error {
 	p := &c.Policy
 	atLeast("policy.express.max_keys", p.Express.MaxKeys, 1)
 	atLeast("policy.express.depth", p.Express.Depth, 1)
+	if r := p.Express.Realtime; r != "" && !slices.Contains(r.allowed(), string(r)) { // set in code; the decoder checks files and flags
+		pos := c.pos["policy.express.realtime"]
+		ps = append(ps, &knobs.Problem{File: pos.file, Line: pos.line, Col: pos.col, Key: "policy.express.realtime",
+			Msg: fmt.Sprintf("unknown value %q (allowed: %s)", r, strings.Join(r.allowed(), ", ")), Err: knobs.ErrBadValue})
+	}
 	if p.Batched.RateHz <= 0 {
 		at("policy.batched.rate_hz", "must be > 0 (got %v)", p.Batched.RateHz)
 	}

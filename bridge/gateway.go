@@ -81,6 +81,7 @@ type Gateway struct {
 	started    time.Time
 
 	sched     *scheduler // serves every device's lanes (sched.go)
+	rt        *realtime  // policy.express.realtime (realtime.go)
 	schedOnce sync.Once
 	guard     *healthGuard // the gateway's own lag (health.go)
 
@@ -131,6 +132,7 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 	if g.incl == nil {
 		g.incl = KeyIncludes
 	}
+	g.rt = newRealtime(cfg.Policy.Express.Realtime, osThreads(), g.log)
 	g.started = g.clock.Now()
 	resolve := func(key string, p DeviceProfile) {
 		r, capa, err := cfg.ResolveProfile(opts.Catalog, p)
@@ -211,6 +213,7 @@ func (g *Gateway) Run() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if !g.closed.Load() {
+			g.rt.raiseProcess() // policy.express.realtime, before DDS and the lanes start their threads
 			g.goOwned(g.housekeeping)
 		}
 	})

@@ -48,6 +48,9 @@ const (
 	MetricOfferedP95Bytes = "picobridge_device_offered_sample_p95_bytes"
 	MetricFlushOccupancy  = "picobridge_bridge_batch_flush_occupancy_ratio"
 	MetricFullFlushes     = "picobridge_bridge_batch_full_flushes_total"
+	// policy.express.realtime (realtime.go): threads of the critical path
+	// now raised, by role and by what was applied (nice, fifo).
+	MetricRealtimeThreads = "picobridge_bridge_realtime_threads"
 )
 
 var (
@@ -123,6 +126,9 @@ var (
 	descSuspending = prometheus.NewDesc(MetricClassifierSuspending,
 		"Devices whose last classifier evaluation the gateway-health guard suspended.",
 		nil, nil)
+	descRealtime = prometheus.NewDesc(MetricRealtimeThreads,
+		"Threads of the gateway raised when it started, for the critical express path (policy.express.realtime), by role (runtime: Go threads, library: C threads) and by what the kernel allowed (nice, fifo).",
+		[]string{"role", "applied"}, nil)
 	descWakeupLag = prometheus.NewDesc(MetricWakeupLag,
 		"Largest lateness of the gateway's own timers over the last classifier evaluation interval (scheduler wake-up delay).",
 		nil, nil)
@@ -167,7 +173,7 @@ func registerMetrics(r prometheus.Registerer, g *Gateway) error {
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuildInfo, descClass, descRTT, descLoss, descProbes, descTransitions,
 		descAttached, descForwarded, descDropped, descDepth, descFlushes, descStallHolds, descSinkErrors, descMode, descSupTransitions, descOccupancy,
-		descCritDropped, descLinkBudget, descLinkLearned, descLinkMinRTT, descLinkQueueDelay, descLinkQueueBytes, descSuspended, descSuspending, descWakeupLag, descSteal,
+		descCritDropped, descLinkBudget, descLinkLearned, descLinkMinRTT, descLinkQueueDelay, descLinkQueueBytes, descSuspended, descSuspending, descWakeupLag, descSteal, descRealtime,
 		descOfferedSamples, descOfferedBytes, descOfferedRate, descOfferedByteRate, descOfferedMax, descOfferedP95,
 		descFlushOcc, descFullFlushes} {
 		ch <- d
@@ -291,4 +297,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSuspending, prometheus.GaugeValue, float64(gh.SuspendedDevices))
 	ch <- prometheus.MustNewConstMetric(descWakeupLag, prometheus.GaugeValue, gh.WakeupLag.Seconds())
 	ch <- prometheus.MustNewConstMetric(descSteal, prometheus.GaugeValue, gh.Steal)
+	for _, t := range g.rt.status().Threads {
+		ch <- prometheus.MustNewConstMetric(descRealtime, prometheus.GaugeValue, float64(t.Count), t.Role, string(t.Applied))
+	}
 }

@@ -33,8 +33,11 @@ type DevicezResponse struct {
 	Supervisor SupervisorStatus `json:"supervisor"`
 	// Gateway is the gateway-health guard's reading: its own wake-up lag,
 	// CPU steal and load, and whether classifier judgement is suspended.
-	Gateway GatewayHealth  `json:"gateway_health"`
-	Devices []DeviceStatus `json:"devices"`
+	Gateway GatewayHealth `json:"gateway_health"`
+	// Realtime is what policy.express.realtime applied to the critical
+	// path's threads (realtime.go).
+	Realtime RealtimeThreads `json:"realtime"`
+	Devices  []DeviceStatus  `json:"devices"`
 }
 
 // DeviceStatus is one device's state.
@@ -100,7 +103,7 @@ type LaneStatus struct {
 // Devicez reports every attached device (or one, opts.Device).
 func (g *Gateway) Devicez(opts DevicezOptions) DevicezResponse {
 	now := g.clock.Now()
-	r := DevicezResponse{Now: now, Supervisor: g.sup.Status(), Gateway: g.guard.status(), Devices: []DeviceStatus{}}
+	r := DevicezResponse{Now: now, Supervisor: g.sup.Status(), Gateway: g.guard.status(), Realtime: g.rt.status(), Devices: []DeviceStatus{}}
 	for _, d := range g.Devices() {
 		if opts.Device != "" && d.Name() != opts.Device {
 			continue

@@ -50,7 +50,12 @@ type runOptions struct {
 	maxMsgSize    int
 	changed       func(string) bool
 	domainFromEnv string
+	// realtimeFromEnv is $PICOBRIDGE_EXPRESS_REALTIME: over the file, under --cfg.
+	realtimeFromEnv string
 }
+
+// envRealtime overrides policy.express.realtime (off, nice, fifo).
+const envRealtime = "PICOBRIDGE_EXPRESS_REALTIME"
 
 func newRunCommand() *cobra.Command {
 	var o runOptions
@@ -76,6 +81,7 @@ SIGINT or SIGTERM stops it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.changed = cmd.Flags().Changed
 			o.domainFromEnv = os.Getenv("ROS_DOMAIN_ID")
+			o.realtimeFromEnv = os.Getenv(envRealtime)
 			cfg, err := buildRunConfig(o)
 			if err != nil {
 				return err
@@ -189,6 +195,11 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 	}
 	if changed("max-message-size") {
 		if err := cfg.OverrideFrom("--max-message-size", "transport.max_message_size", strconv.Itoa(o.maxMsgSize)); err != nil {
+			return nil, err
+		}
+	}
+	if o.realtimeFromEnv != "" {
+		if err := cfg.OverrideFrom("environment: "+envRealtime, "policy.express.realtime", o.realtimeFromEnv); err != nil {
 			return nil, err
 		}
 	}

@@ -73,3 +73,25 @@ func TestRunConnectAsFlag(t *testing.T) {
 	_, err = buildRunConfig(runOptions{connectAs: "router", mode: "peer", changed: func(n string) bool { return n == "connect-as" || n == "mode" }})
 	require.ErrorContains(t, err, "zenoh.connect_as: router needs zenoh.mode router")
 }
+
+// $PICOBRIDGE_EXPRESS_REALTIME sets policy.express.realtime over the file and
+// under --cfg; a bad value names the variable, the key and the allowed values.
+func TestRunRealtimeEnv(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "c.yaml")
+	require.NoError(t, os.WriteFile(f, []byte("policy:\n  express:\n    realtime: nice\n"), 0o644))
+	cfg, err := buildRunConfig(runOptions{config: f})
+	require.NoError(t, err)
+	require.Equal(t, bridge.RealtimeNice, cfg.Policy.Express.Realtime, "the file's")
+	cfg, err = buildRunConfig(runOptions{config: f, realtimeFromEnv: "fifo"})
+	require.NoError(t, err)
+	require.Equal(t, bridge.RealtimeFIFO, cfg.Policy.Express.Realtime, "the environment over the file")
+	cfg, err = buildRunConfig(runOptions{config: f, realtimeFromEnv: "fifo", cfg: []string{"policy.express.realtime:off"}})
+	require.NoError(t, err)
+	require.Equal(t, bridge.RealtimeOff, cfg.Policy.Express.Realtime, "--cfg over the environment")
+	_, err = buildRunConfig(runOptions{realtimeFromEnv: "rt"})
+	require.EqualError(t, err, `environment: PICOBRIDGE_EXPRESS_REALTIME: policy.express.realtime: unknown value "rt" (allowed: off, nice, fifo)`)
+	require.NoError(t, os.WriteFile(f, []byte("policy:\n  express:\n    realtime: true\n"), 0o644))
+	_, err = buildRunConfig(runOptions{config: f})
+	require.EqualError(t, err, f+`:3:15: policy.express.realtime: unknown value "true" (allowed: off, nice, fifo)`)
+}

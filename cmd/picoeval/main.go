@@ -2,6 +2,7 @@
 // summary.md and PNG plots. See docs/eval.md.
 //
 //	picoeval [--quick] [--out DIR] [--only exp1,exp5,mw] [--duration 30s] [--seed N] [--bag DIR] [--cotenant N]
+//	         [--gateway-cfg KEY:VALUE]... [--harness-realtime nice|fifo]
 //	         [--mw-sizes 64,1KiB] [--mw-profiles ethernet,wifi,4g] [--mw-systems cyclone,mosquitto] [--mw-no-tls]
 //
 // Flags and help follow picobridge's style; exit status 0, 1 when the evaluation failed,
@@ -90,6 +91,8 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 	f.StringVar(&mwProfiles, "mw-profiles", "", "mw: link profiles (default "+strings.Join(runner.MWProfiles, ",")+")")
 	f.StringVar(&mwSystems, "mw-systems", "", "mw: systems (default "+strings.Join(runner.MWSystems, ",")+")")
 	f.BoolVar(&cfg.MWNoTLS, "mw-no-tls", false, "mw: skip the TLS variants")
+	f.StringArrayVar(&cfg.GatewayCfg, "gateway-cfg", nil, "exp3/4/6: a picobridge configuration setting KEY:YAML_VALUE laid over the gateway's (picobridge run --cfg; repeatable), e.g. policy.express.realtime:fifo")
+	f.StringVar(&cfg.HarnessRealtime, "harness-realtime", "", "exp3/4/6: raise picoeval's own threads (publisher, devices) once the gateway runs: nice or fifo (as policy.express.realtime; children keep their priority), so that only the gateway meets the --cotenant busy loops")
 	f.StringVar(&cfg.Bag, "bag", "", "rosbag2 directory to replay (default: shared/data/mumble_rplidar_imu/hallway_room_loop via $PICOBRIDGE_SHARED or walking up)")
 	return cmd
 }
@@ -132,6 +135,11 @@ func checkEvalConfig(cfg *runner.Config) error {
 	}
 	if cfg.Duration < 0 {
 		return fmt.Errorf("--duration %v: must be ≥ 0 (0: the defaults)", cfg.Duration)
+	}
+	switch cfg.HarnessRealtime {
+	case "", "off", "nice", "fifo":
+	default:
+		return fmt.Errorf("--harness-realtime %s: want off, nice or fifo", cfg.HarnessRealtime)
 	}
 	if cfg.Cotenant < 0 || cfg.Cotenant > 64 {
 		return fmt.Errorf("--cotenant %d: want 0 to 64", cfg.Cotenant)

@@ -20,6 +20,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"--quick=maybe"}, `picoeval: invalid argument "maybe" for "--quick" flag: strconv.ParseBool: parsing "maybe": invalid syntax (see picoeval --help)`},
 		{[]string{"--only", "exp1,exp9"}, `picoeval: --only exp9: unknown experiment (want exp1, exp2, exp3, exp4, exp5, exp6, mw)`},
 		{[]string{"--cotenant", "-1"}, `picoeval: --cotenant -1: want 0 to 64`},
+		{[]string{"--harness-realtime", "rr"}, `picoeval: --harness-realtime rr: want off, nice or fifo`},
 		{[]string{"--only", "mw", "--mw-sizes", "64,10"}, `picoeval: --mw-sizes 10: want 12 B to 64 MiB (a payload holds a 4-byte header and an 8-byte stamp)`},
 		{[]string{"--only", "mw", "--mw-sizes", "1GiB"}, `picoeval: --mw-sizes 1GiB: want a positive number of bytes, KiB or MiB`},
 		{[]string{"--only", "mw", "--mw-profiles", "wifi,5g"}, `picoeval: --mw-profiles: unknown profile "5g" (allowed: clean, mild, moderate, strong, ethernet, wifi, 4g)`},

@@ -52,6 +52,17 @@ type Config struct {
 	// systems under test during every run, stopped after it; 0 = none.
 	Cotenant int
 
+	// GatewayCfg are `picobridge run --cfg KEY:VALUE` settings laid over the gateway's
+	// configuration in experiments 3, 4 and 6 (e.g. policy.express.realtime:fifo).
+	GatewayCfg []string
+
+	// HarnessRealtime raises picoeval's own threads (the publisher, the devices, the link
+	// emulator) in experiments 3, 4 and 6 once the gateway runs: "nice" or "fifo" as the
+	// gateway's policy.express.realtime, with SCHED_RESET_ON_FORK so the gateway and the
+	// busy loops it starts later keep their own priority; "" or "off": not. On a busy host
+	// this leaves the gateway alone with the hogs, so the latency is the gateway's.
+	HarnessRealtime string
+
 	// hostStart is hostLine() when Run started (the summary's header).
 	hostStart string
 }

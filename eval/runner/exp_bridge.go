@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/eval/demo"
 	"github.com/picobridge/picobridge/eval/measure"
@@ -234,7 +236,11 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 	}
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", hport)
 	zep := fmt.Sprintf("tcp/127.0.0.1:%d", zport)
-	gwCmd := exec.Command(pbBin, "run", "-c", cfgFile, "-l", zep, "--metrics", httpAddr)
+	gwArgs := []string{"run", "-c", cfgFile, "-l", zep, "--metrics", httpAddr}
+	for _, kv := range cfg.GatewayCfg {
+		gwArgs = append(gwArgs, "--cfg", kv)
+	}
+	gwCmd := exec.Command(pbBin, gwArgs...)
 	gwCmd.Env = append(os.Environ(), "ROS_DOMAIN_ID=")
 	gw, err := startProc("picobridge", gwCmd, nil, "")
 	if err != nil {
@@ -332,7 +338,11 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 		return err
 	}
 	time.Sleep(time.Second) // the DDS→Zenoh route and the devices' subscriptions settle
-	res.Notes = append(res.Notes, "publisher: Cyclone RELIABLE KEEP_ALL, max_blocking_time ∞; gateway: `picobridge run` (route /scan critical, default classifier and lanes"+map[bool]string{true: ", classifier disabled", false: ""}[v == bridgeNoClassifier]+"); devices: sim/devsim "+devPlatform+"/"+devBoard+" (tuned: 5 ms socket window, 4096 B batches) with probe responders")
+	if m := bridge.RealtimeMode(cfg.HarnessRealtime); m != "" && m != bridge.RealtimeOff {
+		rt := bridge.RaiseThreads(m, slog.Default())
+		res.Notes = append(res.Notes, fmt.Sprintf("harness threads raised (--harness-realtime %s): %v", m, rt.Threads))
+	}
+	res.Notes = append(res.Notes, "publisher: Cyclone RELIABLE KEEP_ALL, max_blocking_time ∞; gateway: `picobridge run` (route /scan critical, default classifier and lanes"+map[bool]string{true: ", classifier disabled", false: ""}[v == bridgeNoClassifier]+gatewayCfgNote(cfg.GatewayCfg)+"); devices: sim/devsim "+devPlatform+"/"+devBoard+" (tuned: 5 ms socket window, 4096 B batches) with probe responders")
 
 	d := cfg.runDuration(level)
 	before, _ := measure.ProcUsage(gw.pid())
@@ -404,4 +414,12 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 		st.ToDevice.Packets, st.ToDevice.Lost, st.ToDevice.Retransmits, strconv.FormatFloat(100*res.ProducedLoss, 'f', 2, 64)))
 	rec.fill(res)
 	return nil
+}
+
+// gatewayCfgNote names the --gateway-cfg settings in a run's notes ("" without any).
+func gatewayCfgNote(kvs []string) string {
+	if len(kvs) == 0 {
+		return ""
+	}
+	return ", --cfg " + strings.Join(kvs, " --cfg ")
 }
