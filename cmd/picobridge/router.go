@@ -38,6 +38,7 @@ type routerOptions struct {
 	maxMsg   int
 	logLevel string
 	metrics  string
+	pprof    string   // --pprof ADDR: net/http/pprof on a listener of its own (pprof.go)
 	cfg      []string // --cfg KEY:VALUE: scouting (scout.go), security (security.go), transport weights (routing.go)
 	// connectAs: the role -e dials with, "client" (default) or "router"
 	// (zenohd's way: link-state with a router, docs/router.md).
@@ -88,6 +89,7 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 		fmt.Sprintf("largest network message sent or reassembled, bytes (%d to %d; zenohd's transport max message size)", minMaxMessageSize, maxMaxMessageSize))
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics and the JSON status /routerz on this address (e.g. 127.0.0.1:9464); off when empty")
+	addPprofFlag(f, &o.pprof)
 	f.StringArrayVar(&o.cfg, "cfg", nil, "set a configuration key, zenohd style KEY:VALUE (repeatable); keys: "+strings.Join(cfgKeyNames(), ", ")+
 		" (multicast scouting answers only on the interfaces named, none by default; access_control takes a JSON object, docs/security.md; "+
 		transportWeightsKey+` a JSON list of {"dst_zid": "<zid hex>", "weight": 1..65535}, docs/router.md)`)
@@ -243,6 +245,11 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 			return err
 		}
 	}
+	stopPprof, err := startPprof(o.pprof, log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	reg := prometheus.NewRegistry()
 	if cfg.Metrics, err = zenohpath.NewMetrics(reg); err != nil {
 		return err
