@@ -36,7 +36,8 @@ type runOptions struct {
 	namespace     string
 	nodename      string
 	metrics       string
-	pprof         string // --pprof ADDR (pprof.go)
+	pprof         string    // --pprof ADDR (pprof.go)
+	gc            gcOptions // --gogc, --memory-limit (gc.go)
 	keyStyle      string
 	allow, deny   []string
 	critical      []string
@@ -101,6 +102,7 @@ SIGINT or SIGTERM stops it.`,
 	f.StringVar(&o.nodename, "nodename", "", "ROS node name of the bridge (dds.nodename)")
 	f.StringVar(&o.metrics, "metrics", "", "HTTP address of /metrics /healthz /devicez /routez (metrics.listen); \"off\" disables")
 	addPprofFlag(f, &o.pprof)
+	addGCFlags(f, &o.gc)
 	f.StringVar(&o.keyStyle, "key-style", "", "Zenoh key style: plain or rmw_zenoh (routes.key_style)")
 	f.StringArrayVarP(&o.allow, "allow", "a", nil, "regex of ROS names to bridge (repeatable; routes.allow)")
 	f.StringArrayVar(&o.deny, "deny", nil, "regex of ROS names not to bridge (repeatable; routes.deny)")
@@ -250,6 +252,9 @@ func runGateway(ctx context.Context, o runOptions, cfg *bridge.Config, logOut io
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	if err := applyGC(o.gc, os.Getenv, log); err != nil {
+		return err
+	}
 	stopPprof, err := startPprof(o.pprof, log)
 	if err != nil {
 		return err
