@@ -64,6 +64,12 @@ def chain_report(chains, incomplete, top, t0):
         xs = [(c[y] - c[x]) / 1e3 for c in (hand if x in ('t3', 't4') or y in ('t3', 't4') else chains) if x in c and y in c]
         if xs:
             print(f'  {name:<32} p50={q(xs, .5):8.1f} p90={q(xs, .9):8.1f} p99={q(xs, .99):8.1f} max={max(xs):8.1f}')
+    for label, sel in (('hand-off to a woken writer', False), ('hand-off to a new writer', True)):
+        xs = [(c['t4'] - c['t3']) / 1e3 for c in hand if bool(c.get('new')) == sel and 't4' in c]
+        tot = [(c['t5'] - c['t1']) / 1e3 for c in hand if bool(c.get('new')) == sel]
+        if xs:
+            print(f'  {label:<32} n={len(xs)} runnable→runs p50={q(xs, .5):.1f} p99={q(xs, .99):.1f}; '
+                  f'total p50={q(tot, .5):.1f} p99={q(tot, .99):.1f}')
     worst = sorted(chains, key=lambda c: c['t5'] - c['t1'], reverse=True)[:top]
     print(f'  slowest {top}:')
     for c in worst:
