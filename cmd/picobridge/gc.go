@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"math"
@@ -79,7 +80,8 @@ func resolveGC(o gcOptions, getenv func(string) string) (gcSetting, error) {
 	return s, nil
 }
 
-// applyGC resolves and applies the GC settings and logs them in one line.
+// applyGC resolves and applies the GC settings and logs them in one line
+// (info when a flag or the environment set one, else debug).
 func applyGC(o gcOptions, getenv func(string) string, log *slog.Logger) error {
 	s, err := resolveGC(o, getenv)
 	if err != nil {
@@ -98,7 +100,12 @@ func applyGC(o gcOptions, getenv func(string) string, log *slog.Logger) error {
 	if s.limit != math.MaxInt64 {
 		limit = strconv.FormatInt(s.limit, 10)
 	}
-	log.Info("gc", "gogc", gogc, "gogc_from", s.percentFrom, "memory_limit_bytes", limit, "memory_limit_from", s.limitFrom)
+	// the defaults at debug: `run` starts with one info line ("picobridge running")
+	level := slog.LevelDebug
+	if s.percentFrom != "default" || s.limitFrom != "default" {
+		level = slog.LevelInfo
+	}
+	log.Log(context.Background(), level, "gc", "gogc", gogc, "gogc_from", s.percentFrom, "memory_limit_bytes", limit, "memory_limit_from", s.limitFrom)
 	return nil
 }
 

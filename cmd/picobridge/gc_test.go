@@ -1,7 +1,7 @@
 package main
 
 import (
-	"io"
+	"bytes"
 	"log/slog"
 	"math"
 	"runtime/debug"
@@ -57,7 +57,13 @@ func TestApplyGCSetsRuntime(t *testing.T) {
 	old := debug.SetGCPercent(100)
 	oldLim := debug.SetMemoryLimit(-1)
 	defer func() { debug.SetGCPercent(old); debug.SetMemoryLimit(oldLim) }()
-	require.NoError(t, applyGC(gcOptions{gogc: "250", memLimit: "1GiB"}, env(nil), slog.New(slog.NewTextHandler(io.Discard, nil))))
+	var logs bytes.Buffer
+	require.NoError(t, applyGC(gcOptions{gogc: "250", memLimit: "1GiB"}, env(nil), slog.New(slog.NewTextHandler(&logs, nil))))
 	require.Equal(t, 250, debug.SetGCPercent(100))
 	require.Equal(t, int64(1<<30), debug.SetMemoryLimit(-1))
+	require.Contains(t, logs.String(), "level=INFO msg=gc gogc=250 gogc_from=flag memory_limit_bytes=1073741824 memory_limit_from=flag")
+	logs.Reset()
+	require.NoError(t, applyGC(gcOptions{}, env(nil), slog.New(slog.NewTextHandler(&logs, nil))))
+	require.Equal(t, defaultGOGC, debug.SetGCPercent(100))
+	require.Empty(t, logs.String(), "the defaults are logged at debug")
 }
