@@ -70,6 +70,12 @@ def chain_report(chains, incomplete, top, t0):
         if xs:
             print(f'  {label:<32} n={len(xs)} runnable→runs p50={q(xs, .5):.1f} p99={q(xs, .99):.1f}; '
                   f'total p50={q(tot, .5):.1f} p99={q(tot, .99):.1f}')
+    slow = [c for c in chains if c['t5'] - c['t1'] > 500e3]
+    dom = collections.Counter()
+    for c in slow:
+        segs = [(c[y] - c[x], name) for name, x, y in parts[:4] if x in c and y in c]
+        dom[max(segs)[1]] += 1
+    print(f'  over 500 µs: {len(slow)} messages; longest part: ' + ', '.join(f'{k} {v}' for k, v in dom.most_common()))
     worst = sorted(chains, key=lambda c: c['t5'] - c['t1'], reverse=True)[:top]
     print(f'  slowest {top}:')
     for c in worst:
