@@ -2,7 +2,7 @@
 // one load generator process (this binary re-executed) against `picobridge router` and the
 // stock Rust router, and prints one Markdown table. See docs/fleetbench.md.
 //
-//	fleetbench --picobridge ./picobridge [--sessions 100,1000,3000,10000] [--duration 10s] [--systems router,rust] [--out FILE]
+//	fleetbench --picobridge ./picobridge [--sessions 100,1000,3000,10000] [--duration 10s] [--systems router,rust] [--out FILE] [--profile DIR]
 package main
 
 import (
@@ -40,10 +40,11 @@ func main() {
 	var routerArgs, gatewayArgs benchkit.Repeated
 	flag.Var(&routerArgs, "router-arg", "extra argument for `picobridge router` (repeatable)")
 	flag.Var(&gatewayArgs, "run-arg", "extra argument for `picobridge run` (repeatable), e.g. --run-arg=--devices-all-clients")
+	profile := flag.String("profile", "", "profile the picobridge systems into this folder during the fan-out window: fleet-<n>-sessions-<system>.cpu, .allocs (pprof) and .trace (go tool trace) (docs/perf.md)")
 	flag.Parse()
 
 	o := fleet.Options{Picobridge: *bin, Duration: *duration, Drain: *drain, Idle: *idle, Size: *size, Batch: *batch,
-		Sources: *sources, Dials: *dials, ConnectBudget: *budget, RouterArgs: routerArgs, GatewayArgs: gatewayArgs, Log: os.Stderr,
+		Sources: *sources, Dials: *dials, ConnectBudget: *budget, RouterArgs: routerArgs, GatewayArgs: gatewayArgs, Log: os.Stderr, ProfileDir: *profile,
 		RouterCPUs: *routerCPUs, LoadgenCPUs: *loadgenCPUs,
 		RateHz: func(n int) float64 {
 			if n >= *slowFrom {

@@ -38,7 +38,9 @@ type routerOptions struct {
 	maxMsg   int
 	logLevel string
 	metrics  string
-	cfg      []string // --cfg KEY:VALUE: scouting (scout.go), security (security.go), transport weights (routing.go)
+	pprof    string    // --pprof ADDR: net/http/pprof on a listener of its own (pprof.go)
+	gc       gcOptions // --gogc, --memory-limit (gc.go)
+	cfg      []string  // --cfg KEY:VALUE: scouting (scout.go), security (security.go), transport weights (routing.go)
 	// connectAs: the role -e dials with, "client" (default) or "router"
 	// (zenohd's way: link-state with a router, docs/router.md).
 	connectAs string
@@ -88,6 +90,8 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 		fmt.Sprintf("largest network message sent or reassembled, bytes (%d to %d; zenohd's transport max message size)", minMaxMessageSize, maxMaxMessageSize))
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics and the JSON status /routerz on this address (e.g. 127.0.0.1:9464); off when empty")
+	addPprofFlag(f, &o.pprof)
+	addGCFlags(f, &o.gc)
 	f.StringArrayVar(&o.cfg, "cfg", nil, "set a configuration key, zenohd style KEY:VALUE (repeatable); keys: "+strings.Join(cfgKeyNames(), ", ")+
 		" (multicast scouting answers only on the interfaces named, none by default; access_control takes a JSON object, docs/security.md; "+
 		transportWeightsKey+` a JSON list of {"dst_zid": "<zid hex>", "weight": 1..65535}, docs/router.md)`)
@@ -243,6 +247,14 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 			return err
 		}
 	}
+	if err := applyGC(o.gc, os.Getenv, log); err != nil {
+		return err
+	}
+	stopPprof, err := startPprof(o.pprof, log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	reg := prometheus.NewRegistry()
 	if cfg.Metrics, err = zenohpath.NewMetrics(reg); err != nil {
 		return err

@@ -36,6 +36,8 @@ type runOptions struct {
 	namespace     string
 	nodename      string
 	metrics       string
+	pprof         string    // --pprof ADDR (pprof.go)
+	gc            gcOptions // --gogc, --memory-limit (gc.go)
 	keyStyle      string
 	allow, deny   []string
 	critical      []string
@@ -105,6 +107,8 @@ SIGINT or SIGTERM stops it.`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "ROS namespace prefixed to every bridged name (dds.namespace), e.g. /robot1")
 	f.StringVar(&o.nodename, "nodename", "", "ROS node name of the bridge (dds.nodename)")
 	f.StringVar(&o.metrics, "metrics", "", "HTTP address of /metrics /healthz /devicez /routez (metrics.listen); \"off\" disables")
+	addPprofFlag(f, &o.pprof)
+	addGCFlags(f, &o.gc)
 	f.StringVar(&o.keyStyle, "key-style", "", "Zenoh key style: plain or rmw_zenoh (routes.key_style)")
 	f.StringArrayVarP(&o.allow, "allow", "a", nil, "regex of ROS names to bridge (repeatable; routes.allow)")
 	f.StringArrayVar(&o.deny, "deny", nil, "regex of ROS names not to bridge (repeatable; routes.deny)")
@@ -259,6 +263,14 @@ func runGateway(ctx context.Context, o runOptions, cfg *bridge.Config, logOut io
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	if err := applyGC(o.gc, os.Getenv, log); err != nil {
+		return err
+	}
+	stopPprof, err := startPprof(o.pprof, log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	short, _ := buildVersion()
 	s, err := server.Start(ctx, server.Options{
 		Config:           cfg,

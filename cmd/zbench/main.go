@@ -1,7 +1,7 @@
 // Command zbench compares the Go router with the real Rust Zenoh router side by side and
 // prints a Markdown table with the Go/Rust ratio per row. See docs/zbench.md.
 //
-//	zbench [--quick] [--tls] [--duration 5s] [--sizes 8,1024,65536] [--out FILE.md]
+//	zbench [--quick] [--tls] [--duration 5s] [--sizes 8,1024,65536] [--out FILE.md] [--profile DIR]
 package main
 
 import (
@@ -28,8 +28,9 @@ func main() {
 	only := flag.String("only", "", "comma-separated substrings: run only the scenarios whose name contains one")
 	useTLS := flag.Bool("tls", false, "run every router and client over tls/ links (certificates made at start; the same listen certificate for the Go and the Rust router)")
 	bin := flag.String("picobridge", "", "run the Go router as `BIN router` (a picobridge binary, e.g. an older build) instead of this binary's built-in router")
+	profile := flag.String("profile", "", "profile the Go router of every row into this folder: <row>.cpu, .allocs (pprof) and .trace (go tool trace), taken during the measurement window (docs/perf.md)")
 	flag.Parse()
-	o := zbench.Options{Duration: *duration, PicoDir: os.Getenv(zbench.PicoEnv), Repeat: *repeat, Log: os.Stderr, Picobridge: *bin, TLS: *useTLS}
+	o := zbench.Options{Duration: *duration, PicoDir: os.Getenv(zbench.PicoEnv), Repeat: *repeat, Log: os.Stderr, Picobridge: *bin, TLS: *useTLS, ProfileDir: *profile}
 	var err error
 	if o.Sizes, err = parseSizes(*sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "zbench:", err)

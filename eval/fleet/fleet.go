@@ -64,6 +64,12 @@ type Options struct {
 	// asks for the load generator on its own core). "" leaves the process unpinned.
 	RouterCPUs, LoadgenCPUs string
 	Log                     io.Writer
+	// ProfileDir, if set, profiles the picobridge systems (GoRouter, Gateway): the child
+	// gets `--pprof` on loopback and, from the start of the fan-out window, a CPU profile
+	// and an allocs delta over Duration and an execution trace of at most 2 s are saved
+	// as ProfileDir/fleet-<n>-sessions-<system>.{cpu,allocs,trace}
+	// (benchkit.StartProfiles). The Rust router is not profiled.
+	ProfileDir string
 }
 
 // pinned prefixes argv with `taskset -c cpus` when cpus is set. Errors: taskset
@@ -274,8 +280,8 @@ func (l loadgenProc) cmd(c, ev string, timeout time.Duration) (lgEvent, error) {
 }
 
 // startRouter starts sys and returns it, its address and its /metrics URL ("" for the Rust
-// router).
-func startRouter(o Options, sys System, dir string) (*benchkit.Proc, string, string, error) {
+// router). pprof, if set, is the picobridge systems' --pprof address.
+func startRouter(o Options, sys System, dir, pprof string) (*benchkit.Proc, string, string, error) {
 	port, err := benchkit.FreePort()
 	if err != nil {
 		return nil, "", "", err
@@ -297,6 +303,9 @@ func startRouter(o Options, sys System, dir string) (*benchkit.Proc, string, str
 		if sys == Gateway {
 			args = append([]string{"run", "--no-dds", "-l", ep, "--metrics", h, "--log-level", "error"}, o.GatewayArgs...)
 			ready = "http://" + h + "/healthz"
+		}
+		if pprof != "" {
+			args = append(args, "--pprof", pprof)
 		}
 		argv, err := pinned(o.RouterCPUs, append([]string{o.Picobridge}, args...))
 		if err != nil {
@@ -345,7 +354,15 @@ func stopRouter(p *benchkit.Proc, sys System) {
 
 func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row, error) {
 	row := Row{Sessions: n, System: sys, RateHz: o.RateHz(n), ReachSecs: -1}
-	rp, addr, metricsURL, err := startRouter(o, sys, dir)
+	pprof := ""
+	if o.ProfileDir != "" && sys != RustRouter {
+		port, err := benchkit.FreePort()
+		if err != nil {
+			return row, err
+		}
+		pprof = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	rp, addr, metricsURL, err := startRouter(o, sys, dir, pprof)
 	if err != nil {
 		return row, err
 	}
@@ -445,6 +462,10 @@ func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row,
 	if _, err := lg.cmd("reset "+strconv.FormatUint(uint64(seq), 10), "reset", 10*time.Second); err != nil {
 		return row, err
 	}
+	var prof *benchkit.Profiling
+	if pprof != "" {
+		prof = benchkit.StartProfiles("http://"+pprof, o.ProfileDir, benchkit.Slug("fleet", strconv.Itoa(n), "sessions", string(sys)), o.Duration)
+	}
 	ur0, _ := benchkit.ReadUsage(rp.PID())
 	ul0, _ := benchkit.ReadUsage(lp.PID())
 	start := time.Now()
@@ -477,6 +498,9 @@ func runRow(ctx context.Context, o Options, sys System, n int, dir string) (Row,
 	row.Window = time.Since(start)
 	ur1, _ := benchkit.ReadUsage(rp.PID())
 	ul1, _ := benchkit.ReadUsage(lp.PID())
+	if err := prof.Wait(); err != nil {
+		return row, err
+	}
 	row.Deliveries, row.P50, row.P99, row.Max = rep.Deliveries, rep.P50, rep.P99, rep.Max
 	row.DeliveriesPerSec = float64(rep.Deliveries) / row.Window.Seconds()
 	row.RouterCPU, row.LoadgenCPU = ur1.CPU-ur0.CPU, ul1.CPU-ul0.CPU

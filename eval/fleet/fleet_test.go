@@ -126,9 +126,19 @@ func TestRunSmoke(t *testing.T) {
 	if exec.Command("python3", "-c", "import zenoh").Run() == nil {
 		systems = append(systems, RustRouter)
 	}
+	prof := t.TempDir()
 	rep, err := Run(context.Background(), Options{Picobridge: bin, Systems: systems, Sessions: []int{20},
-		Duration: time.Second, Idle: 200 * time.Millisecond, Loadgen: []string{exe}, Log: tlog{t}})
+		Duration: time.Second, Idle: 200 * time.Millisecond, Loadgen: []string{exe}, Log: tlog{t}, ProfileDir: prof})
 	require.NoError(t, err)
+	// --profile: the picobridge router's three profiles of the fan-out window, nothing for Rust
+	entries, err := os.ReadDir(prof)
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+	for _, k := range []string{"cpu", "allocs", "trace"} {
+		st, err := os.Stat(filepath.Join(prof, "fleet-20-sessions-picobridge-router."+k))
+		require.NoError(t, err)
+		require.Positive(t, st.Size(), k)
+	}
 	t.Logf("\n%s", rep.Markdown())
 	require.Len(t, rep.Rows, len(systems))
 	for _, r := range rep.Rows {

@@ -170,6 +170,7 @@ func (b *bench) pyLatency(ctx context.Context, ep string, size int, w *window) (
 		return m, err
 	}
 	n := b.roundTrips()
+	w.begin()
 	ping, err := benchkit.Start("py ping", nil, b.python("ping", "--connect", ep, "--size", strconv.Itoa(size),
 		"--count", strconv.Itoa(n), "--warmup", strconv.Itoa(max(n/10, 10)))...)
 	if err != nil {
@@ -180,6 +181,7 @@ func (b *bench) pyLatency(ctx context.Context, ep string, size int, w *window) (
 	if err != nil {
 		return m, err
 	}
+	w.end()
 	return m, percentiles(&m, done.RTTus)
 }
 
@@ -233,6 +235,8 @@ func (b *bench) goLatency(ctx context.Context, ep string, size int, w *window) (
 	warm := max(n/10, 10)
 	payload := make([]byte, size)
 	rtts := make([]float64, 0, n)
+	w.begin()
+	defer w.end()
 	for i := range warm + n {
 		t0 := time.Now()
 		if err := pingPub.Put(payload, nil); err != nil {
@@ -327,6 +331,7 @@ func (b *bench) picoLatency(ctx context.Context, ep string, size int, w *window)
 		return m, err
 	}
 	n := b.roundTrips()
+	w.begin()
 	ping, err := b.pico("z_ping", "-e", picoEP(ep), "-n", strconv.Itoa(n), "-s", strconv.Itoa(size), "-w", "200")
 	if err != nil {
 		return m, err
@@ -335,6 +340,7 @@ func (b *bench) picoLatency(ctx context.Context, ep string, size int, w *window)
 	if err := ping.Wait(startTimeout + time.Duration(n)*10*time.Millisecond); err != nil {
 		return m, err
 	}
+	w.end()
 	var rtts []float64
 	for _, l := range ping.Lines() {
 		s := strings.TrimSpace(l.Text)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/picobridge/picobridge/eval/benchkit"
+	"github.com/picobridge/picobridge/internal/pprofserve"
 	"github.com/picobridge/picobridge/internal/testpki"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/transport"
@@ -45,6 +46,9 @@ const (
 	// key (Options.TLS).
 	TLSCertEnv = "ZBENCH_TLS_CERT"
 	TLSKeyEnv  = "ZBENCH_TLS_KEY"
+	// PprofEnv gives the built-in Go router child a pprof listen address
+	// (internal/pprofserve), as --pprof gives `picobridge router` one (Options.ProfileDir).
+	PprofEnv = "ZBENCH_PPROF"
 )
 
 // RunChildIfRequested runs the Go router child and exits if this process was started as
@@ -56,6 +60,14 @@ func RunChildIfRequested() {
 	var rc zenohpath.RouterConfig
 	if c := os.Getenv(TLSCertEnv); c != "" {
 		rc.Transport.TLS = &transport.TLSConfig{ListenCertificate: c, ListenPrivateKey: os.Getenv(TLSKeyEnv)}
+	}
+	if a := os.Getenv(PprofEnv); a != "" {
+		s, err := pprofserve.Start(a)
+		if err != nil {
+			fmt.Printf("{\"ev\":\"error\",\"msg\":%q}\n", "pprof: "+err.Error())
+			os.Exit(1)
+		}
+		defer s.Close()
 	}
 	r := zenohpath.NewRouter(rc)
 	if _, err := r.Listen(context.Background(), os.Getenv(ListenEnv)); err != nil {
@@ -105,6 +117,14 @@ type Options struct {
 	// the Rust router through zbench.py --tls-*), and every client trusts the CA. The
 	// pico rows are skipped (zenoh-pico needs a TLS build).
 	TLS bool
+	// ProfileDir, if set, profiles the Go router of every row: the child gets a pprof
+	// listener on loopback (`--pprof` with Picobridge, PprofEnv otherwise) and, from the
+	// start of the measurement window, a CPU profile and an allocs delta over Duration
+	// and an execution trace of at most 2 s are saved as
+	// ProfileDir/<scenario>-<size>b[-runN].{cpu,allocs,trace} (benchkit.StartProfiles).
+	// Latency rows open their window when the ping client starts. Rust rows are not
+	// profiled.
+	ProfileDir string
 }
 
 func (o *Options) defaults() {
@@ -186,6 +206,7 @@ type bench struct {
 	dir  string // temp dir with zbench.py
 	rep  *Report
 	rows int // measured rows so far (alternates the router order)
+	run  int // 0-based repeat of the row being measured (profile file names)
 	// with Options.TLS: the CA and the routers' certificate (tls.go)
 	ca   *testpki.CA
 	cert testpki.Leaf
@@ -315,6 +336,7 @@ func (b *bench) runRow(ctx context.Context, sc scenario, size int) {
 			order = []Kind{RustRouter, GoRouter}
 		}
 		b.rows++
+		b.run = rep
 		for _, k := range order {
 			if errs[k] != nil {
 				continue
@@ -388,24 +410,38 @@ func (b *bench) measure(ctx context.Context, sc scenario, k Kind, size int) (mea
 		return measurement{}, err
 	}
 	var r *benchkit.Proc
+	var prof *profileTarget
+	if k == GoRouter && b.o.ProfileDir != "" {
+		if prof, err = b.profileTarget(sc.name, size); err != nil {
+			return measurement{}, err
+		}
+	}
 	if k == GoRouter && b.o.Picobridge != "" {
 		hport, err := freeEndpoint()
 		if err != nil {
 			return measurement{}, err
 		}
 		h := strings.TrimPrefix(hport, "tcp/")
-		if r, err = benchkit.Start("picobridge router", nil, append([]string{b.o.Picobridge, "router", "-l", ep, "--metrics", h, "--log-level", "error"}, b.routerTLSFlags()...)...); err != nil {
+		args := append([]string{b.o.Picobridge, "router", "-l", ep, "--metrics", h, "--log-level", "error"}, b.routerTLSFlags()...)
+		if prof != nil {
+			args = append(args, "--pprof", prof.addr)
+		}
+		if r, err = benchkit.Start("picobridge router", nil, args...); err != nil {
 			return measurement{}, err
 		}
 		defer r.Stop(3 * time.Second)
 		if err := benchkit.WaitHTTP("http://"+h+"/metrics", 30*time.Second, r.Exited()); err != nil {
 			return measurement{}, fmt.Errorf("%w; %s", err, r.Tail())
 		}
-		return b.measureOn(ctx, sc, r, ep, size)
+		return b.measureOn(ctx, sc, r, ep, size, prof)
 	}
 	if k == GoRouter {
 		argv := b.o.GoRouter
-		r, err = benchkit.Start("go router", append([]string{ChildEnv + "=router", ListenEnv + "=" + ep}, b.childTLSEnv()...), argv...)
+		env := append([]string{ChildEnv + "=router", ListenEnv + "=" + ep}, b.childTLSEnv()...)
+		if prof != nil {
+			env = append(env, PprofEnv+"="+prof.addr)
+		}
+		r, err = benchkit.Start("go router", env, argv...)
 	} else {
 		r, err = benchkit.Start("rust router", nil, b.python("router", "--listen", ep)...)
 	}
@@ -416,13 +452,17 @@ func (b *bench) measure(ctx context.Context, sc scenario, k Kind, size int) (mea
 	if _, err := waitEvent(r, "ready", 30*time.Second); err != nil {
 		return measurement{}, err
 	}
-	return b.measureOn(ctx, sc, r, ep, size)
+	return b.measureOn(ctx, sc, r, ep, size, prof)
 }
 
-// measureOn runs one side of sc on the router r listening at ep.
-func (b *bench) measureOn(ctx context.Context, sc scenario, r *benchkit.Proc, ep string, size int) (measurement, error) {
-	w := &window{pid: r.PID()}
+// measureOn runs one side of sc on the router r listening at ep; prof, if set, is
+// where to profile it (Options.ProfileDir).
+func (b *bench) measureOn(ctx context.Context, sc scenario, r *benchkit.Proc, ep string, size int, prof *profileTarget) (measurement, error) {
+	w := &window{pid: r.PID(), prof: prof, span: b.o.Duration}
 	m, err := sc.run(ctx, ep, size, w)
+	if perr := w.profiling.Wait(); err == nil && perr != nil {
+		err = perr // the router runs until its profiles are written
+	}
 	if err != nil {
 		return m, err
 	}
@@ -452,9 +492,16 @@ type window struct {
 	t0, t1        time.Time
 	ended         bool
 	err           error
+	// prof, if set, is profiled for span from begin (Options.ProfileDir)
+	prof      *profileTarget
+	span      time.Duration
+	profiling *benchkit.Profiling
 }
 
 func (w *window) begin() {
+	if w.prof != nil && w.profiling == nil {
+		w.profiling = benchkit.StartProfiles("http://"+w.prof.addr, w.prof.dir, w.prof.slug, w.span)
+	}
 	w.t0 = time.Now()
 	u, err := benchkit.ReadUsage(w.pid)
 	w.before, w.err = u, err
@@ -471,6 +518,22 @@ func (w *window) end() {
 
 func (b *bench) python(args ...string) []string {
 	return append(append([]string{b.o.Python, "-u", filepath.Join(b.dir, "zbench.py")}, args...), b.pyTLSFlags()...)
+}
+
+// profileTarget is where one Go-router measurement is profiled: the child's pprof
+// address and the files' folder and name.
+type profileTarget struct{ addr, dir, slug string }
+
+func (b *bench) profileTarget(scenario string, size int) (*profileTarget, error) {
+	ep, err := freeEndpoint()
+	if err != nil {
+		return nil, err
+	}
+	slug := benchkit.Slug(scenario, fmt.Sprintf("%dB", size))
+	if b.o.Repeat > 1 {
+		slug += fmt.Sprintf("-run%d", b.run+1)
+	}
+	return &profileTarget{addr: strings.TrimPrefix(ep, "tcp/"), dir: b.o.ProfileDir, slug: slug}, nil
 }
 
 // freeEndpoint picks a free loopback TCP port.

@@ -145,9 +145,11 @@ func TestRunPicobridgeBinary(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	prof := t.TempDir()
 	rep, err := Run(ctx, Options{Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, Sizes: []int{64},
-		LatencySizes: []int{64}, Only: []string{"throughput, Go", "latency, Go"}, Picobridge: bin, Log: testWriter{t}})
+		LatencySizes: []int{64}, Only: []string{"throughput, Go", "latency, Go"}, Picobridge: bin, Log: testWriter{t}, ProfileDir: prof})
 	require.NoError(t, err)
+	requireProfiles(t, prof, "throughput-go-pub-go-sub-64b", "latency-go-ping-pong-64b") // through --pprof
 	md := rep.Markdown()
 	require.Contains(t, md, "`"+bin+" router`")
 	rows := checkTable(t, rep.Table())
@@ -164,6 +166,42 @@ func TestRunPicobridgeBinary(t *testing.T) {
 			if !strings.Contains(c[2], "CPU") && !strings.Contains(c[2], "MB/s") {
 				require.Positive(t, f, "row %v", c)
 			}
+		}
+	}
+}
+
+// TestRunProfile: with Options.ProfileDir every Go-router row of the built-in child
+// (PprofEnv) leaves a non-empty CPU profile, allocs delta and trace named after the
+// row; the Rust rows leave nothing.
+func TestRunProfile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts router and client processes")
+	}
+	requireZenohPython(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	prof := filepath.Join(t.TempDir(), "prof")
+	rep, err := Run(ctx, Options{Duration: 300 * time.Millisecond, Warmup: 100 * time.Millisecond, Sizes: []int{64},
+		LatencySizes: []int{64}, Only: []string{"throughput, Go", "latency, Go"}, Log: testWriter{t}, ProfileDir: prof, Repeat: 2})
+	require.NoError(t, err)
+	for _, c := range checkTable(t, rep.Table()) {
+		require.NotContains(t, c[2], "ERROR", "row %v", c)
+	}
+	requireProfiles(t, prof, "throughput-go-pub-go-sub-64b-run1", "throughput-go-pub-go-sub-64b-run2",
+		"latency-go-ping-pong-64b-run1", "latency-go-ping-pong-64b-run2")
+	entries, err := os.ReadDir(prof)
+	require.NoError(t, err)
+	require.Len(t, entries, 4*3, "Go rows only, three files each")
+}
+
+// requireProfiles asserts dir holds a non-empty .cpu, .allocs and .trace per slug.
+func requireProfiles(t *testing.T, dir string, slugs ...string) {
+	t.Helper()
+	for _, s := range slugs {
+		for _, k := range []string{"cpu", "allocs", "trace"} {
+			st, err := os.Stat(filepath.Join(dir, s+"."+k))
+			require.NoError(t, err)
+			require.Positive(t, st.Size(), s+"."+k)
 		}
 	}
 }
