@@ -26,6 +26,7 @@ type ddsBridge struct {
 	wg     sync.WaitGroup
 
 	svc  *services
+	node *ddspath.NodeAnnouncer // ros_discovery_info (nodeinfo.go); nil when not announced
 	done <-chan struct{} // the gateway stops
 
 	mu  sync.Mutex
@@ -64,6 +65,7 @@ func startDDS(ctx context.Context, s *Server, cfg ddspath.Config) (*ddsBridge, e
 	}
 	b := &ddsBridge{s: s, p: p, events: make(chan ddspath.Endpoint, 1024), tokens: make(chan ddspath.Endpoint, 1024),
 		out: map[string]*outRoute{}, in: map[string]*inRoute{}}
+	b.node = announceNode(s, p)
 	b.svc = newServices(b, ctx.Done())
 	b.done = ctx.Done()
 	b.wg.Add(4)
