@@ -27,7 +27,7 @@ type ddsBridge struct {
 
 	svc  *services
 	node *ddspath.NodeAnnouncer // ros_discovery_info (nodeinfo.go); nil when not announced
-	done <-chan struct{} // the gateway stops
+	done <-chan struct{}        // the gateway stops
 
 	mu  sync.Mutex
 	out map[string]*outRoute // by DDS topic
