@@ -26,8 +26,9 @@ type ddsBridge struct {
 	wg     sync.WaitGroup
 
 	svc  *services
+	done <-chan struct{} // the gateway stops
+
 	node *ddspath.NodeAnnouncer // ros_discovery_info (nodeinfo.go); nil when not announced
-	done <-chan struct{}        // the gateway stops
 
 	mu  sync.Mutex
 	out map[string]*outRoute // by DDS topic
