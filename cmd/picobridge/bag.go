@@ -44,7 +44,8 @@ type bagReplayOptions struct {
 	// Node is the ROS node the replay's writers belong to on
 	// ros_discovery_info: "/name" or "/ns/name"; empty announces no node.
 	Node string
-	// ROSDistro picks the Gid size of ros_discovery_info (ros2.GidSizeForDistro).
+	// ROSDistro picks the Gid size of ros_discovery_info (ros2.GidSizeForDistro);
+	// empty means ros2.DefaultROSDistro.
 	ROSDistro string
 }
 
@@ -250,6 +251,9 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 		if _, _, err := splitNodeName(opts.Node); err != nil {
 			return cli.Usagef("--node %q: %w", opts.Node, err)
 		}
+	}
+	if opts.ROSDistro == "" {
+		opts.ROSDistro = ros2.DefaultROSDistro
 	}
 	if _, err := ros2.GidSizeForDistro(opts.ROSDistro); err != nil {
 		return cli.Usagef("--ros-distro: %w", err)
