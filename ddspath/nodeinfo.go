@@ -63,9 +63,9 @@ type NodeAnnouncer struct {
 	last ros2.ParticipantEntitiesInfo
 	pub  atomic.Uint64
 	errs atomic.Uint64
-	// guids caches each endpoint's GUID (dds_get_guid) by entity; only the
-	// announcer goroutine uses it.
-	guids map[C.dds_entity_t]GUID
+	// guids caches each endpoint's GUID (dds_get_guid) by reader or writer;
+	// only the announcer goroutine uses it.
+	guids map[closer]GUID
 }
 
 // AnnounceNode makes p one ROS 2 node as ROS 2 tools and
@@ -87,7 +87,7 @@ func (p *Participant) AnnounceNode(cfg NodeConfig) (*NodeAnnouncer, error) {
 		return nil, err
 	}
 	a := &NodeAnnouncer{p: p, cfg: cfg, w: w, wake: make(chan struct{}, 1), done: make(chan struct{}),
-		stopped: make(chan struct{}), guids: map[C.dds_entity_t]GUID{}}
+		stopped: make(chan struct{}), guids: map[closer]GUID{}}
 	p.mu.Lock()
 	if p.closed || p.node != nil {
 		err := ErrClosed
@@ -149,17 +149,17 @@ func (a *NodeAnnouncer) loop() {
 // snapshot is the participant's current state.
 func (a *NodeAnnouncer) snapshot() ros2.ParticipantEntitiesInfo {
 	node := ros2.NodeEntitiesInfo{Namespace: a.cfg.Namespace, Name: a.cfg.Name}
-	alive := map[C.dds_entity_t]bool{}
-	add := func(e C.dds_entity_t, op string, seq *[]ros2.Gid) {
-		g, ok := a.guids[e]
+	alive := map[closer]bool{}
+	add := func(c closer, e C.dds_entity_t, op string, seq *[]ros2.Gid) {
+		g, ok := a.guids[c]
 		if !ok {
 			var err error
 			if g, err = entityGUID(op, e); err != nil {
 				return // deleted meanwhile: its close pokes us again
 			}
-			a.guids[e] = g
+			a.guids[c] = g
 		}
-		alive[e] = true
+		alive[c] = true
 		*seq = append(*seq, ros2.Gid(g))
 	}
 	p := a.p
@@ -168,18 +168,18 @@ func (a *NodeAnnouncer) snapshot() ros2.ParticipantEntitiesInfo {
 		switch e := c.(type) {
 		case *Writer:
 			if e != a.w && !e.closed.Load() {
-				add(e.wr, "dds_get_guid(writer)", &node.Writers)
+				add(e, e.wr, "dds_get_guid(writer)", &node.Writers)
 			}
 		case *Reader:
 			if !e.closed.Load() {
-				add(e.rd, "dds_get_guid(reader)", &node.Readers)
+				add(e, e.rd, "dds_get_guid(reader)", &node.Readers)
 			}
 		}
 	}
 	p.mu.Unlock()
-	for e := range a.guids {
-		if !alive[e] {
-			delete(a.guids, e)
+	for c := range a.guids {
+		if !alive[c] {
+			delete(a.guids, c)
 		}
 	}
 	for _, s := range [][]ros2.Gid{node.Readers, node.Writers} {
