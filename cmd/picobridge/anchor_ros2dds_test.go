@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,6 +54,24 @@ func freeTCPPort(t *testing.T) int {
 
 var replayedRE = regexp.MustCompile(`replayed (\d+) messages`)
 
+// lockedBuffer collects a child process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // TestAnchorROS2DDSRoutesBagReplay (opt-in: PICOBRIDGE_ANCHORS): zenohd
 // 1.10.2 with zenoh-plugin-ros2dds 1.10.2 (ROS_DISTRO=humble) on DDS domain
 // N, `picobridge bag replay --fixed-rate /scan=50` on domain N, a Go Zenoh
@@ -69,7 +89,7 @@ func TestAnchorROS2DDSRoutesBagReplay(t *testing.T) {
 	}
 	domain := 100 + rand.IntN(100)
 	port := freeTCPPort(t)
-	var log bytes.Buffer
+	var log lockedBuffer
 	zenohd := exec.Command(filepath.Join(anchors, "bin/zenohd"), "--plugin-search-dir", filepath.Join(anchors, "lib"),
 		"-l", fmt.Sprintf("tcp/127.0.0.1:%d", port), "--no-multicast-scouting",
 		"--cfg", fmt.Sprintf("plugins/ros2dds/domain:%d", domain))
@@ -85,6 +105,13 @@ func TestAnchorROS2DDSRoutesBagReplay(t *testing.T) {
 		}
 	})
 
+	require.Eventually(t, func() bool {
+		out := log.String()
+		if i := strings.Index(out, "Plugin load failure"); i >= 0 {
+			require.FailNow(t, "zenohd could not load the ros2dds plugin (built by another rustc or zenoh version?)", "%s", out[i:])
+		}
+		return strings.Contains(out, "Successfully started plugin ros2dds")
+	}, 15*time.Second, 50*time.Millisecond, "zenohd did not start the ros2dds plugin")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var sess *zenohpath.Session
