@@ -105,13 +105,14 @@ func TestAnchorROS2DDSRoutesBagReplay(t *testing.T) {
 		}
 	})
 
-	require.Eventually(t, func() bool {
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(log.String(), "Successfully started plugin ros2dds"); {
 		out := log.String()
 		if i := strings.Index(out, "Plugin load failure"); i >= 0 {
 			require.FailNow(t, "zenohd could not load the ros2dds plugin (built by another rustc or zenoh version?)", "%s", out[i:])
 		}
-		return strings.Contains(out, "Successfully started plugin ros2dds")
-	}, 15*time.Second, 50*time.Millisecond, "zenohd did not start the ros2dds plugin")
+		require.True(t, time.Now().Before(deadline), "zenohd did not start the ros2dds plugin within 15 s")
+		time.Sleep(50 * time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var sess *zenohpath.Session
@@ -145,6 +146,12 @@ func TestAnchorROS2DDSRoutesBagReplay(t *testing.T) {
 	}
 	sentBefore, before := replay("")
 	sentAfter, after := replay(DefaultReplayNode)
+	ansi := regexp.MustCompile("\x1b\\[[0-9;]*m")
+	for _, l := range strings.Split(ansi.ReplaceAllString(log.String(), ""), "\n") {
+		if strings.Contains(l, "ROS Node") || strings.Contains(l, "Route Publisher") || strings.Contains(l, "Discovered DDS publication") {
+			t.Log("zenohd: " + l)
+		}
+	}
 	t.Logf("zenoh-plugin-ros2dds routed /scan: without a node %d of %d samples, with node %s %d of %d", before, sentBefore, DefaultReplayNode, after, sentAfter)
 	require.Zero(t, before, "the plugin routes a writer no node claims")
 	require.GreaterOrEqual(t, sentAfter, int64(90))
