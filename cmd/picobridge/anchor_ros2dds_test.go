@@ -21,6 +21,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/ddspath/rosbag/rosbagtest"
 	"github.com/picobridge/picobridge/internal/netns"
@@ -209,4 +211,41 @@ func TestAnchorROS2DDSRoutesBagReplay(t *testing.T) {
 			require.Zero(t, got, "%s: the plugin routes nothing", tc.name)
 		}
 	}
+}
+
+// TestAnchorROS2DDSSeesGatewayNode (opt-in: PICOBRIDGE_ANCHORS): beside
+// zenohd + zenoh-plugin-ros2dds (ROS_DISTRO=humble) on DDS domain N, a
+// gateway (dds.nodename pico_gw in /robot1) bridges the /scan of a bag replay
+// on domain N: the plugin discovers the ROS node /robot1/pico_gw and that it
+// declares the reader on rt/scan (the gateway's DDS → Zenoh route). The
+// gateway's Zenoh side is not connected to zenohd (the two bridges would
+// loop /scan through each other).
+func TestAnchorROS2DDSSeesGatewayNode(t *testing.T) {
+	anchors := needAnchors(t)
+	bag := rosbagtest.MumbleBag(t, "no_loop_room")
+	if !netns.Run(t) {
+		return
+	}
+	domain := 100 + rand.IntN(100)
+	a := startAnchorPlugin(t, anchors, domain, "humble")
+	cfg, err := bridge.ParseConfig("test.yaml", []byte(fmt.Sprintf(
+		"zenoh:\n  listen: [tcp/127.0.0.1:0]\nmetrics:\n  listen: \"\"\ndds:\n  domain: %d\n  namespace: /robot1\n  nodename: pico_gw\n", domain)))
+	require.NoError(t, err)
+	s, err := server.Start(context.Background(), server.Options{Config: cfg})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+
+	_, stderr, err := runCLI(t, "bag", "replay", "--domain", strconv.Itoa(domain), "--topics", "/scan",
+		"--fixed-rate", "/scan=50", "--duration", "2s", "--progress", "0", bag)
+	require.NoError(t, err, stderr)
+	var lines []string
+	for _, l := range a.pluginLines() {
+		if strings.Contains(l, "pico_gw") {
+			lines = append(lines, l)
+			t.Log("zenohd: " + l)
+		}
+	}
+	all := strings.Join(lines, "\n")
+	require.Contains(t, all, "Discovered ROS Node /robot1/pico_gw")
+	require.Contains(t, all, "ROS Node /robot1/pico_gw declares a new Reader on rt/scan")
 }
