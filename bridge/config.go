@@ -71,6 +71,10 @@ type DDSConfig struct {
 	Domain    int    `yaml:"domain"`    // ROS_DOMAIN_ID, 0..232
 	Namespace string `yaml:"namespace"` // "/" or "/a/b"
 	Nodename  string `yaml:"nodename"`
+	// ROSDistro is the ROS 2 distro of the DDS peers; it picks the Gid size
+	// of ros_discovery_info (24 bytes up to humble, 16 from iron;
+	// ros2.GidSizeForDistro). Default humble (Cyclone DDS 0.10 is Humble's).
+	ROSDistro string `yaml:"ros_distro"`
 }
 
 // RoutesConfig selects bridged topics and their criticality.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/picobridge/picobridge/ddspath/ros2"
 	"github.com/picobridge/picobridge/knobs"
 	"github.com/picobridge/picobridge/probe"
 )
@@ -66,6 +67,9 @@ func (c *Config) Validate() error {
 	}
 	if !validDeviceName(c.DDS.Nodename) {
 		at("dds.nodename", "want [A-Za-z0-9_.-]{1,64} (got %q)", c.DDS.Nodename)
+	}
+	if _, err := ros2.GidSizeForDistro(c.DDS.ROSDistro); err != nil {
+		at("dds.ros_distro", "want one of %s (got %q)", strings.Join(ros2.ROSDistros(), ", "), c.DDS.ROSDistro)
 	}
 	names := map[string]string{}
 	zids := map[string]string{}

@@ -64,6 +64,7 @@ type Participant struct {
 	closed bool
 	topics map[[2]string]C.dds_entity_t
 	owned  map[closer]struct{}
+	node   *NodeAnnouncer // AnnounceNode's (nodeinfo.go), told when endpoints come and go
 }
 
 type closer interface{ close() error }
@@ -186,6 +187,7 @@ func (p *Participant) adopt(c closer) error {
 func (p *Participant) disown(c closer) {
 	p.mu.Lock()
 	delete(p.owned, c)
+	p.endpointsChangedLocked()
 	p.mu.Unlock()
 }
 
@@ -271,6 +273,7 @@ func (p *Participant) NewWriter(topic, typeName string, q QoS) (*Writer, error) 
 	}
 	w := &Writer{p: p, topic: topic, typeName: typeName, qos: q.Normalize(), wr: wr}
 	p.owned[w] = struct{}{}
+	p.endpointsChangedLocked()
 	p.mu.Unlock()
 	return w, nil
 }
@@ -456,6 +459,7 @@ func (p *Participant) NewReader(topic, typeName string, q QoS, opts ...ReaderOpt
 		go r.waitLoop()
 	}
 	p.owned[r] = struct{}{}
+	p.endpointsChangedLocked()
 	return r, nil
 }
 

@@ -28,6 +28,8 @@ type ddsBridge struct {
 	svc  *services
 	done <-chan struct{} // the gateway stops
 
+	node *ddspath.NodeAnnouncer // ros_discovery_info (nodeinfo.go); nil when not announced
+
 	mu  sync.Mutex
 	out map[string]*outRoute // by DDS topic
 	in  map[string]*inRoute  // by DDS topic
@@ -64,6 +66,7 @@ func startDDS(ctx context.Context, s *Server, cfg ddspath.Config) (*ddsBridge, e
 	}
 	b := &ddsBridge{s: s, p: p, events: make(chan ddspath.Endpoint, 1024), tokens: make(chan ddspath.Endpoint, 1024),
 		out: map[string]*outRoute{}, in: map[string]*inRoute{}}
+	b.node = announceNode(s, p)
 	b.svc = newServices(b, ctx.Done())
 	b.done = ctx.Done()
 	b.wg.Add(4)

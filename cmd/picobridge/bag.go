@@ -41,6 +41,34 @@ type bagReplayOptions struct {
 	KeepStamps bool
 	Domain     uint32
 	Progress   time.Duration // a progress line on stderr this often; 0 = none
+	// Node is the ROS node the replay's writers belong to on
+	// ros_discovery_info: "/name" or "/ns/name"; empty announces no node.
+	Node string
+	// ROSDistro picks the Gid size of ros_discovery_info (ros2.GidSizeForDistro);
+	// empty means ros2.DefaultROSDistro.
+	ROSDistro string
+}
+
+// DefaultReplayNode is the ROS node `bag replay` announces by default.
+const DefaultReplayNode = "/picobridge_bag_replay"
+
+// splitNodeName splits a node given as "name", "/name" or "/ns/name" into
+// namespace and name and checks both by ROS rules.
+func splitNodeName(full string) (ns, name string, err error) {
+	ns, name = "/", full
+	if i := strings.LastIndexByte(full, '/'); i >= 0 {
+		ns, name = full[:i], full[i+1:]
+		if ns == "" {
+			ns = "/"
+		}
+	}
+	if err := ros2.ValidateNamespace(ns); err != nil {
+		return "", "", err
+	}
+	if err := ros2.ValidateNodeName(name); err != nil {
+		return "", "", err
+	}
+	return ns, name, nil
 }
 
 // newReplaySink builds the DDS output of `bag replay` (one raw-CDR writer per declared
@@ -177,6 +205,8 @@ through its recorded messages forever (repeatable). Replay ends when the recorde
 	f.DurationVar(&opts.Duration, "duration", 0, "stop after this much replay time (0 = no limit)")
 	f.BoolVar(&opts.KeepStamps, "keep-stamps", false, "publish the recorded header stamps unchanged")
 	f.Uint32Var(&domain, "domain", domain, "DDS domain id (default $ROS_DOMAIN_ID or 0)")
+	f.StringVar(&opts.Node, "node", DefaultReplayNode, "ROS node (/name or /ns/name) owning the replay's writers on ros_discovery_info, so ROS tools and zenoh-bridge-ros2dds see them; \"\" announces none")
+	f.StringVar(&opts.ROSDistro, "ros-distro", ros2.DefaultROSDistro, "ROS 2 distro of the DDS peers: foxy, galactic, humble (24-byte GIDs in ros_discovery_info), iron, jazzy, kilted, rolling (16)")
 	f.DurationVar(&opts.Progress, "progress", 5*time.Second, "print a progress line on stderr this often (0 = only the final counts; never with --dry-run)")
 	return cmd
 }
@@ -216,6 +246,17 @@ func runBagReplay(ctx context.Context, stdout, stderr io.Writer, opts bagReplayO
 	}
 	if opts.Realtime && !opts.DryRun {
 		return cli.Usagef("--realtime only applies to --dry-run")
+	}
+	if opts.Node != "" {
+		if _, _, err := splitNodeName(opts.Node); err != nil {
+			return cli.Usagef("--node %q: %w", opts.Node, err)
+		}
+	}
+	if opts.ROSDistro == "" {
+		opts.ROSDistro = ros2.DefaultROSDistro
+	}
+	if _, err := ros2.GidSizeForDistro(opts.ROSDistro); err != nil {
+		return cli.Usagef("--ros-distro: %w", err)
 	}
 	if !opts.DryRun && newReplaySink == nil {
 		return errors.New("bag replay: DDS output is not available in this build yet; use --dry-run")

@@ -34,6 +34,12 @@ func newDDSReplaySink(_ context.Context, opts bagReplayOptions) (replay.Sink, io
 	if err != nil {
 		return nil, nil, fmt.Errorf("bag replay: DDS domain %d: %w", opts.Domain, err)
 	}
+	if opts.Node != "" {
+		if err := announceReplayNode(p, opts); err != nil {
+			_ = p.Close()
+			return nil, nil, err
+		}
+	}
 	s := &ddsReplaySink{p: p, writers: map[string]*ddspath.Writer{}}
 	return s, s, nil
 }
@@ -82,6 +88,25 @@ func (s *ddsReplaySink) Write(topic string, cdr []byte, sourceTime time.Time) er
 		return errors.New("bag replay: topic not declared: " + topic)
 	}
 	return w.Write(cdr, sourceTime)
+}
+
+// announceReplayNode makes the replay's participant the ROS node opts.Node
+// on ros_discovery_info, owning the writers Declare creates: without it
+// zenoh-bridge-ros2dds discovers them but routes nothing (it routes only
+// endpoints a node claims), and `ros2 node list` does not show the replay.
+func announceReplayNode(p *ddspath.Participant, opts bagReplayOptions) error {
+	ns, name, err := splitNodeName(opts.Node)
+	if err != nil {
+		return fmt.Errorf("bag replay: --node %q: %w", opts.Node, err)
+	}
+	size, err := ros2.GidSizeForDistro(opts.ROSDistro)
+	if err != nil {
+		return fmt.Errorf("bag replay: --ros-distro: %w", err)
+	}
+	if _, err := p.AnnounceNode(ddspath.NodeConfig{Namespace: ns, Name: name, GidSize: size}); err != nil {
+		return fmt.Errorf("bag replay: ros_discovery_info: %w", err)
+	}
+	return nil
 }
 
 // Close waits briefly for reliable readers to acknowledge, then closes the participant.

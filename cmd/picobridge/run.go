@@ -35,6 +35,7 @@ type runOptions struct {
 	domain        int
 	namespace     string
 	nodename      string
+	rosDistro     string
 	metrics       string
 	pprof         string    // --pprof ADDR (pprof.go)
 	gc            gcOptions // --gogc, --memory-limit (gc.go)
@@ -106,6 +107,7 @@ SIGINT or SIGTERM stops it.`,
 	f.IntVarP(&o.domain, "domain", "d", 0, "DDS domain id (dds.domain); default $ROS_DOMAIN_ID, else the file's, else 0")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "ROS namespace prefixed to every bridged name (dds.namespace), e.g. /robot1")
 	f.StringVar(&o.nodename, "nodename", "", "ROS node name of the bridge (dds.nodename)")
+	f.StringVar(&o.rosDistro, "ros-distro", "", "ROS 2 distro of the DDS peers, for ros_discovery_info: humble (default) or earlier, iron or later (dds.ros_distro)")
 	f.StringVar(&o.metrics, "metrics", "", "HTTP address of /metrics /healthz /devicez /routez (metrics.listen); \"off\" disables")
 	addPprofFlag(f, &o.pprof)
 	addGCFlags(f, &o.gc)
@@ -163,6 +165,7 @@ func buildRunConfig(o runOptions) (*bridge.Config, error) {
 		{"id", "zenoh.id", o.id},
 		{"namespace", "dds.namespace", o.namespace},
 		{"nodename", "dds.nodename", o.nodename},
+		{"ros-distro", "dds.ros_distro", o.rosDistro},
 		{"key-style", "routes.key_style", o.keyStyle},
 		{"allow", "routes.allow", o.allow},
 		{"deny", "routes.deny", o.deny},
