@@ -53,11 +53,13 @@ type fwdBench struct {
 	ln        *transport.Listener
 	delivered atomic.Int64
 	clients   []*transport.Session
+	// notify gets a token (if there is room) after each delivery.
+	notify chan struct{}
 }
 
 func newFwdBench(tb testing.TB, n int) *fwdBench {
 	tb.Helper()
-	fb := &fwdBench{r: NewRouter(RouterConfig{Transport: transport.Config{TxQueue: 4096}})}
+	fb := &fwdBench{r: NewRouter(RouterConfig{Transport: transport.Config{TxQueue: 4096}}), notify: make(chan struct{}, 1)}
 	tb.Cleanup(func() { _ = fb.r.Close() })
 	ctx := context.Background()
 	ln, err := fb.r.Listen(ctx, "tcp/127.0.0.1:0")
@@ -66,6 +68,10 @@ func newFwdBench(tb testing.TB, n int) *fwdBench {
 	h := transport.HandlerFuncs{Network: func(_ *transport.Session, m wire.NetworkMessage) {
 		if _, ok := m.(*wire.Push); ok {
 			fb.delivered.Add(1)
+			select {
+			case fb.notify <- struct{}{}:
+			default:
+			}
 		}
 	}}
 	for range n {

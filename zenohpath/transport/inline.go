@@ -43,7 +43,7 @@ func (t *txState) inlineOKLocked(it *txItem) bool {
 		return false
 	}
 	if it.pooled == nil {
-		// SendEncoded: one sample fanned out to N sessions by one caller.
+		// SendEncoded, SendShared: one sample fanned out to N sessions by one caller.
 		// Writing inline would make that caller do all N write(2)s in a row
 		// (fleetbench, 3 000 sessions × 30 Hz: 77 % delivered instead of
 		// 100 %); N writer goroutines spread them over the cores.
@@ -111,7 +111,7 @@ func (s *Session) writeInline(it txItem) {
 		return
 	}
 	t.mu.Unlock()
-	go s.writeLoop()
+	go s.tx.loop()
 }
 
 // rawWrite is the RawConn.Write callback: one write(2), never a wait.

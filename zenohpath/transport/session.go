@@ -186,7 +186,7 @@ func (s *Session) start() {
 	run := s.tx.kickLocked() // anything queued before start
 	s.tx.mu.Unlock()
 	if run {
-		go s.writeLoop()
+		go s.tx.loop()
 	}
 }
 
@@ -263,7 +263,7 @@ func (s *Session) shutdown(reason CloseReason, err error, sendClose bool) {
 	run := s.tx.kickLocked()
 	s.tx.mu.Unlock()
 	if run {
-		go s.writeLoop()
+		go s.tx.loop()
 	}
 }
 
