@@ -1,6 +1,7 @@
 package zenohpath
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -101,4 +102,57 @@ func TestEncodeAllocs(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 	_ = transport.Encode // the pool behind shared.encoded
+}
+
+// routerSessions returns the transport sessions of the router's faces.
+func routerSessions(r *Router) []*transport.Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*transport.Session
+	for _, f := range r.faces {
+		if l, ok := f.link.(sessionLink); ok {
+			out = append(out, l.s)
+		}
+	}
+	return out
+}
+
+// inlineBatches sums the router's inline writes (transport.Stats).
+func inlineBatches(r *Router) uint64 {
+	var n uint64
+	for _, s := range routerSessions(r) {
+		n += s.Stats().InlineBatches
+	}
+	return n
+}
+
+// TestForwardInlineOneFace (issue 25 item 3): a PUSH routed to a single
+// idle face is written by the router's read goroutine itself (one inline
+// batch, no writer goroutine woken); one routed to several faces is left to
+// their writer goroutines (no inline batch), as a fan-out must be.
+func TestForwardInlineOneFace(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		t.Run("N="+itoa(uint64(n)), func(t *testing.T) {
+			fb := newFwdBench(t, n)
+			pub, err := transport.Dial(context.Background(), fb.ln.Endpoint(), transport.Config{ZID: RandomZID(), WhatAmI: wire.WhatAmIClient}, transport.HandlerFuncs{})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = pub.Close(transport.ReasonShutdown) })
+			m := fwdPush()
+			m.QoS = wire.NewQoS(wire.PriorityData, wire.CongestionBlock, true)
+			o := transport.SendOptions{Reliable: true, Express: true, Priority: wire.PriorityData}
+			const k = 5
+			before := inlineBatches(fb.r)
+			for i := range k {
+				time.Sleep(5 * time.Millisecond) // every writer idle, past inlineMinGap
+				require.NoError(t, pub.Send(m, o))
+				fb.wait(t, int64(n*(i+1)))
+			}
+			got := inlineBatches(fb.r) - before
+			if n == 1 {
+				require.Equal(t, uint64(k), got, "every forward to the one idle face written inline")
+			} else {
+				require.Zero(t, got, "a fan-out to several faces is written by their writers")
+			}
+		})
+	}
 }

@@ -83,6 +83,10 @@ type sendOptions struct {
 	Express  bool
 	Block    bool
 	Priority wire.Priority
+	// Inline: the fan-out has this one face as its only target, so an
+	// idle transport session may write it from the caller's goroutine
+	// (transport.SendOptions.Inline; fanout sets it).
+	Inline bool
 }
 
 // dataOptions maps a routed message's QoS (ext 0x21, §8.1) onto the send:

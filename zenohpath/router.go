@@ -479,7 +479,13 @@ func (r *Router) resolvePush(f *face, w wire.WireExpr) (string, *subRoute, strin
 // fanout sends m to every target except from and those skip (if set)
 // excludes, sharing one encoding; the caller releases sm afterwards. It returns how many faces it was handed
 // to (tried) and how many queued it.
+//
+// A fan-out to a single face may be written inline by an idle transport
+// session (sendOptions.Inline: no writer goroutine woken, the latency path
+// of a ping through the router); one to several faces leaves the writes to
+// their writer goroutines.
 func (r *Router) fanout(sm *shared, targets []*face, o sendOptions, from *face, skip func(faceID uint64) bool) (tried, queued int) {
+	o.Inline = len(targets) == 1 || len(targets) == 2 && (targets[0] == from || targets[1] == from)
 	for _, t := range targets {
 		if t == from || skip != nil && skip(t.id) {
 			continue

@@ -87,5 +87,5 @@ func (s *Session) SendShared(e *Encoded, o SendOptions) error {
 		return ErrTooLarge
 	}
 	e.hold()
-	return s.enqueue(txItem{b: b, enc: e, rel: o.Reliable, expr: o.Express}, o)
+	return s.enqueue(txItem{b: b, enc: e, rel: o.Reliable, expr: o.Express, inline: o.Inline}, o)
 }

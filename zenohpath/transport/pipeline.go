@@ -26,6 +26,7 @@ type txItem struct {
 	b      []byte   // the encoded message; immutable while queued
 	pooled *[]byte  // b's pooled buffer (Send); nil for SendEncoded: never pooled
 	enc    *Encoded // SendShared: the reference this queue holds on b's buffer
+	inline bool     // SendEncoded/SendShared with SendOptions.Inline: may be written inline
 	rel    bool     // reliable channel
 	expr   bool     // express: leaves at once in its own batch
 	prio   uint8
@@ -279,7 +280,7 @@ func (s *Session) SendEncoded(b []byte, o SendOptions) error {
 		s.drop(dropTooLarge)
 		return ErrTooLarge
 	}
-	return s.enqueue(txItem{b: b, rel: o.Reliable, expr: o.Express}, o)
+	return s.enqueue(txItem{b: b, rel: o.Reliable, expr: o.Express, inline: o.Inline}, o)
 }
 
 // enqueue places it in its priority queue under the congestion control of o.
