@@ -35,7 +35,9 @@ const forwardPayload = 8
 //     router's read loop are inside the time too.
 //   - ping: one express PUSH at a time through the router and back (an
 //     echo client answers each ping with a pong): ns/op is the round
-//     trip, which shows the goroutine hand-offs of an idle face.
+//     trip, which shows the goroutine hand-offs of an idle face;
+//     ping/gap=1ms waits 1 ms (outside the timer) between round trips,
+//     as a sensor or a slow ping does: every writer is idle by then.
 func BenchmarkForward(b *testing.B) {
 	for _, n := range []int{1, 8} {
 		b.Run(fmt.Sprintf("rx=parse/N=%d", n), func(b *testing.B) { benchForward(b, n, false) })
@@ -43,7 +45,8 @@ func BenchmarkForward(b *testing.B) {
 	for _, n := range []int{1, 8} {
 		b.Run(fmt.Sprintf("rx=tcp/N=%d", n), func(b *testing.B) { benchForward(b, n, true) })
 	}
-	b.Run("ping", benchForwardPing)
+	b.Run("ping", func(b *testing.B) { benchForwardPing(b, 0) })
+	b.Run("ping/gap=1ms", func(b *testing.B) { benchForwardPing(b, time.Millisecond) })
 }
 
 // fwdBench is a router on loopback TCP with n counting subscriber clients
@@ -122,7 +125,10 @@ func benchForward(b *testing.B, n int, viaTCP bool) {
 	fb := newFwdBench(b, n)
 	var send func()
 	if viaTCP {
-		pub, err := transport.Dial(context.Background(), fb.ln.Endpoint(), transport.Config{ZID: RandomZID(), WhatAmI: wire.WhatAmIClient, TxQueue: 4096}, transport.HandlerFuncs{})
+		// The publisher blocks rather than fail when a loaded host stalls
+		// the router for over the default block timeout (1 s).
+		pub, err := transport.Dial(context.Background(), fb.ln.Endpoint(),
+			transport.Config{ZID: RandomZID(), WhatAmI: wire.WhatAmIClient, TxQueue: 4096, BlockTimeout: time.Minute}, transport.HandlerFuncs{})
 		require.NoError(b, err)
 		b.Cleanup(func() { _ = pub.Close(transport.ReasonShutdown) })
 		m := fwdPush()
@@ -166,7 +172,7 @@ func benchForward(b *testing.B, n int, viaTCP bool) {
 // and waits for the pong; an echo client subscribed to bench/ping answers
 // each with an express PUSH on bench/pong. Two router forwards per op,
 // each from an idle face.
-func benchForwardPing(b *testing.B) {
+func benchForwardPing(b *testing.B, gap time.Duration) {
 	r := NewRouter(RouterConfig{})
 	b.Cleanup(func() { _ = r.Close() })
 	ctx := context.Background()
@@ -217,6 +223,11 @@ func benchForwardPing(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
+		if gap > 0 {
+			b.StopTimer()
+			time.Sleep(gap)
+			b.StartTimer()
+		}
 		round()
 	}
 	b.StopTimer()
