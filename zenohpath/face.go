@@ -3,6 +3,7 @@ package zenohpath
 import (
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
@@ -15,10 +16,11 @@ import (
 // ends with Router.removeFace) and is never called with Router.mu held.
 //
 // sendShared is the fan-out path: one message bound for many faces. A
-// transport link queues its encoding (shared.bytes, made once and shared by
-// every face, so nobody may modify it; transport.Session.SendEncoded); a
-// link that needs the message itself (the in-process link, a diverted face)
-// uses shared.m, which is only valid during the call.
+// transport link queues its encoding (shared.encoded, made once and shared
+// by every face; transport.Session.SendShared takes its own reference on it,
+// so the link keeps nothing of s); a link that needs the message itself (the
+// in-process link, a diverted face) uses shared.m. Both are valid only
+// during the call.
 type link interface {
 	send(m wire.NetworkMessage, o sendOptions) error
 	sendShared(s *shared, o sendOptions) error
@@ -27,29 +29,52 @@ type link interface {
 
 // shared is a message fanned out to several faces, with its encoding made
 // on first use (so a fan-out that reaches only in-process or diverted faces
-// never encodes). Used by one goroutine at a time.
+// never encodes). Used by one goroutine at a time. The router takes it from
+// sharedPool (sharedPush) and gives it back with release once every face
+// had it, so the steady PUSH path allocates neither the wrapper nor the
+// encoding (TestForwardAllocs).
 type shared struct {
-	m wire.NetworkMessage
-	b []byte
-	// push holds m when the router built the PUSH itself (one allocation
-	// for both, sharedPush).
+	m   wire.NetworkMessage
+	enc *transport.Encoded // nil until encoded
+	// push holds m when the router built the PUSH itself (sharedPush).
 	push wire.Push
 }
 
-// sharedPush wraps a routed PUSH for fan-out.
+var sharedPool = sync.Pool{New: func() any { return new(shared) }}
+
+// sharedPush wraps a routed PUSH for fan-out; the caller releases it after
+// the fan-out (p.Body may alias a receive buffer: release forgets it).
 func sharedPush(p wire.Push) *shared {
-	s := &shared{push: p}
+	s := sharedPool.Get().(*shared)
+	s.push = p
 	s.m = &s.push
 	return s
 }
 
-// bytes is the encoding of s.m (wire bytes of one network message). The
-// slice is shared: never modify it.
-func (s *shared) bytes() []byte {
-	if s.b == nil {
-		s.b = s.m.Append(make([]byte, 0, s.m.Len()))
+// encoded is the encoding of s.m (wire bytes of one network message) in a
+// pooled, reference-counted buffer; valid until release. Never modify it.
+func (s *shared) encoded() *transport.Encoded {
+	if s.enc == nil {
+		s.enc = transport.Encode(s.m)
 	}
-	return s.b
+	return s.enc
+}
+
+// bytes is encoded().Bytes(): valid until release.
+func (s *shared) bytes() []byte { return s.encoded().Bytes() }
+
+// release drops the router's reference on the encoding (the transport
+// sessions that queued it hold their own until they wrote it) and, for a
+// sharedPush, gives s back to sharedPool.
+func (s *shared) release() {
+	if s.enc != nil {
+		s.enc.Release()
+		s.enc = nil
+	}
+	if s.m == &s.push {
+		*s = shared{}
+		sharedPool.Put(s)
+	}
 }
 
 // sendOptions mirrors transport.SendOptions.
@@ -58,6 +83,10 @@ type sendOptions struct {
 	Express  bool
 	Block    bool
 	Priority wire.Priority
+	// Inline: the fan-out has this one face as its only target, so an
+	// idle transport session may write it from the caller's goroutine
+	// (transport.SendOptions.Inline; fanout sets it).
+	Inline bool
 }
 
 // dataOptions maps a routed message's QoS (ext 0x21, §8.1) onto the send:

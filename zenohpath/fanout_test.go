@@ -9,14 +9,18 @@ import (
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
-// bytesLink records the shared bytes it is handed.
+// bytesLink records a copy of the shared bytes it is handed and where
+// they were (the buffer goes back to its pool after the fan-out).
 type bytesLink struct {
 	fakeLink
 	got [][]byte
+	at  []*byte
 }
 
 func (l *bytesLink) sendShared(s *shared, o sendOptions) error {
-	l.got = append(l.got, s.bytes())
+	b := s.bytes()
+	l.got = append(l.got, append([]byte(nil), b...))
+	l.at = append(l.at, &b[0])
 	return l.fakeLink.sendShared(s, o)
 }
 
@@ -41,7 +45,7 @@ func TestFanoutEncodesOnce(t *testing.T) {
 	for _, l := range links {
 		require.Len(t, l.got, 1)
 		require.Equal(t, want, l.got[0])
-		require.Same(t, &links[0].got[0][0], &l.got[0][0], "one encoding shared by all faces")
+		require.Same(t, links[0].at[0], l.at[0], "one encoding shared by all faces")
 		require.Equal(t, []string{`PUSH key=fan/a PUT "x"`}, describeAll(l.take()))
 	}
 	require.Empty(t, pubL.take())
@@ -67,7 +71,7 @@ func TestFanoutDivert(t *testing.T) {
 	require.Equal(t, "d/a", gotKey)
 	require.Equal(t, "p", gotPayload)
 	require.Empty(t, inner.take())
-	require.Nil(t, put.b, "a diverted sample is never encoded")
+	require.Nil(t, put.enc, "a diverted sample is never encoded")
 
 	take = false
 	require.NoError(t, ol.sendShared(put, sendOptions{}))

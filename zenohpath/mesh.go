@@ -500,7 +500,9 @@ func (r *Router) meshPush(f *face, key string, m *wire.Push, o sendOptions) {
 	if len(hops) == 0 {
 		return
 	}
-	r.fanout(sharedPush(wire.Push{WireExpr: wireKey(key), NetExt: x, Body: m.Body}), hops, o, f, nil)
+	sm := sharedPush(wire.Push{WireExpr: wireKey(key), NetExt: x, Body: m.Body})
+	r.fanout(sm, hops, o, f, nil)
+	sm.release()
 }
 
 // meshQueryTargets replaces the virtual face in a query's targets with the

@@ -245,6 +245,7 @@ func (s *Session) PublishRemote(key string, payload []byte, opts *PutOptions, sk
 	closed := r.closed || from.closed
 	r.mu.RUnlock()
 	if closed {
+		sm.release()
 		return 0, ErrClosed
 	}
 	rt := r.subTargets(k)
@@ -256,5 +257,6 @@ func (s *Session) PublishRemote(key string, payload []byte, opts *PutOptions, sk
 		// in a zenohd mesh published DDS samples to its own faces only.
 		r.meshPush(from, k, m, o)
 	}
+	sm.release()
 	return n, nil
 }

@@ -386,7 +386,7 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 		r.mu.RUnlock()
 		return
 	}
-	key, cause := f.resolveCause(m.WireExpr)
+	key, rt, cause := r.resolvePush(f, m.WireExpr)
 	if cause != "" {
 		r.mu.RUnlock()
 		r.metrics.droppedInc(cause)
@@ -405,7 +405,6 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 		f.log.Debug("push: dropped, our own came back (routers disagree on a tree)", "key", key)
 		return
 	}
-	rt := r.subRoutes[key]
 	r.mu.RUnlock()
 	act := pushAction(m)
 	if !r.permit(f, aclIngress, act, key) {
@@ -423,17 +422,70 @@ func (r *Router) handlePush(f *face, m *wire.Push, reliable bool) {
 	o := dataOptions(m.EffectiveQoS())
 	o.Reliable = reliable
 	if local {
-		r.fanout(sharedPush(wire.Push{WireExpr: wireKey(key), NetExt: routedExt(m.NetExt), Body: m.Body}), targets, o, f, nil)
+		sm := sharedPush(wire.Push{WireExpr: wireKey(key), NetExt: routedExt(m.NetExt), Body: m.Body})
+		r.fanout(sm, targets, o, f, nil)
+		sm.release()
 	}
 	if rt.mesh {
 		r.meshPush(f, key, m, o) // to the routers that subscribe (mesh.go)
 	}
 }
 
+// maxStackKey bounds the keys resolvePush assembles on the stack, bytes.
+const maxStackKey = 256
+
+// resolvePush resolves a PUSH's wire expression as resolveCause does and
+// returns the key's cached route, nil when there is none. A cache hit
+// allocates nothing, even for a key id plus a suffix (zenoh-pico
+// publishers declare a key id): the key is assembled on the stack and
+// looked up as bytes (the compiler does not allocate m[string(b)]), and the
+// key string is the cache entry's. A key found in the cache is canonical
+// (only canonical keys are cached), so a hit skips the canonical check. Caller holds
+// r.mu (shared).
+func (r *Router) resolvePush(f *face, w wire.WireExpr) (string, *subRoute, string) {
+	switch {
+	case w.Scope == 0:
+		if rt := r.subRoutes[w.Suffix]; rt != nil {
+			return rt.key, rt, ""
+		}
+	default:
+		tbl := f.localKeys
+		if w.Mapping == wire.MappingSender {
+			tbl = f.remoteKeys
+		}
+		prefix, ok := tbl[w.Scope]
+		if !ok {
+			break // resolveCause says why
+		}
+		if w.Suffix == "" {
+			if rt := r.subRoutes[prefix]; rt != nil {
+				return rt.key, rt, ""
+			}
+		} else if len(prefix)+len(w.Suffix) <= maxStackKey {
+			var buf [maxStackKey]byte
+			b := append(append(buf[:0], prefix...), w.Suffix...)
+			if rt := r.subRoutes[string(b)]; rt != nil {
+				return rt.key, rt, ""
+			}
+		}
+	}
+	key, cause := f.resolveCause(w)
+	if cause != "" {
+		return "", nil, cause
+	}
+	return key, r.subRoutes[key], ""
+}
+
 // fanout sends m to every target except from and those skip (if set)
-// excludes, sharing one encoding. It returns how many faces it was handed
+// excludes, sharing one encoding; the caller releases sm afterwards. It returns how many faces it was handed
 // to (tried) and how many queued it.
+//
+// A fan-out to a single face may be written inline by an idle transport
+// session (sendOptions.Inline: no writer goroutine woken, the latency path
+// of a ping through the router); one to several faces leaves the writes to
+// their writer goroutines.
 func (r *Router) fanout(sm *shared, targets []*face, o sendOptions, from *face, skip func(faceID uint64) bool) (tried, queued int) {
+	o.Inline = len(targets) == 1 || len(targets) == 2 && (targets[0] == from || targets[1] == from)
 	for _, t := range targets {
 		if t == from || skip != nil && skip(t.id) {
 			continue
@@ -451,6 +503,8 @@ func (r *Router) fanout(sm *shared, targets []*face, o sendOptions, from *face, 
 // every PUSH on the key until the next change of subscribers or upstream
 // interests: read only.
 type subRoute struct {
+	// key is the canonical key the route was computed for (the cache key).
+	key string
 	// matched: the faces with an intersecting subscriber (sender included:
 	// callers skip it).
 	matched []*face
@@ -481,7 +535,7 @@ func (r *Router) subTargets(key string) *subRoute {
 		return rt
 	}
 	m, mesh := r.meshStrip(r.matchingFaces(kindSub, key, nil, nil))
-	rt := &subRoute{matched: m, all: r.withUpstream(slices.Clip(m), kindSub, key, nil), mesh: mesh}
+	rt := &subRoute{key: key, matched: m, all: r.withUpstream(slices.Clip(m), kindSub, key, nil), mesh: mesh}
 	if len(r.subRoutes) >= maxRouteCache {
 		clear(r.subRoutes)
 	}

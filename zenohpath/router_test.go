@@ -279,8 +279,9 @@ func TestPushQoS(t *testing.T) {
 	subL.mu.Lock()
 	defer subL.mu.Unlock()
 	require.Len(t, subL.msgs, 2)
-	require.Equal(t, sendOptions{Reliable: true, Express: true, Block: true, Priority: wire.PriorityRealTime}, subL.opts[0])
-	require.Equal(t, sendOptions{Reliable: true, Priority: wire.PriorityData}, subL.opts[1])
+	// Inline: the fan-out has a single target (issue 25 item 3).
+	require.Equal(t, sendOptions{Reliable: true, Express: true, Block: true, Priority: wire.PriorityRealTime, Inline: true}, subL.opts[0])
+	require.Equal(t, sendOptions{Reliable: true, Priority: wire.PriorityData, Inline: true}, subL.opts[1])
 	got := subL.msgs[0].(*wire.Push)
 	require.False(t, got.HasNodeID)
 	require.True(t, got.HasQoS)

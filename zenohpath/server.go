@@ -19,7 +19,7 @@ func (l sessionLink) send(m wire.NetworkMessage, o sendOptions) error {
 }
 
 func (l sessionLink) sendShared(m *shared, o sendOptions) error {
-	return l.s.SendEncoded(m.bytes(), transport.SendOptions{Reliable: o.Reliable, Express: o.Express, Block: o.Block, Priority: o.Priority})
+	return l.s.SendShared(m.encoded(), transport.SendOptions{Reliable: o.Reliable, Express: o.Express, Block: o.Block, Priority: o.Priority, Inline: o.Inline})
 }
 
 func (l sessionLink) close() { _ = l.s.Close(transport.ReasonShutdown) }

@@ -42,11 +42,13 @@ func (t *txState) inlineOKLocked(it *txItem) bool {
 	if t.running || t.dead || !t.started || t.kaDue || t.queued != 0 || w.raw == nil {
 		return false
 	}
-	if it.pooled == nil {
-		// SendEncoded: one sample fanned out to N sessions by one caller.
-		// Writing inline would make that caller do all N write(2)s in a row
-		// (fleetbench, 3 000 sessions × 30 Hz: 77 % delivered instead of
-		// 100 %); N writer goroutines spread them over the cores.
+	if it.pooled == nil && !it.inline {
+		// SendEncoded, SendShared: one sample fanned out to N sessions by
+		// one caller. Writing inline would make that caller do all N
+		// write(2)s in a row (fleetbench, 3 000 sessions × 30 Hz: 77 %
+		// delivered instead of 100 %); N writer goroutines spread them
+		// over the cores. A caller that queues on this session alone says
+		// so (SendOptions.Inline): a router forwarding to one subscriber.
 		return false
 	}
 	s := w.s
@@ -111,7 +113,7 @@ func (s *Session) writeInline(it txItem) {
 		return
 	}
 	t.mu.Unlock()
-	go s.writeLoop()
+	go s.tx.loop()
 }
 
 // rawWrite is the RawConn.Write callback: one write(2), never a wait.

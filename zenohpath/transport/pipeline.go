@@ -23,10 +23,12 @@ const numPrio = 8
 
 // txItem is one encoded network message waiting in a priority queue.
 type txItem struct {
-	b      []byte  // the encoded message; immutable while queued
-	pooled *[]byte // b's pooled buffer (Send); nil for SendEncoded: never pooled
-	rel    bool    // reliable channel
-	expr   bool    // express: leaves at once in its own batch
+	b      []byte   // the encoded message; immutable while queued
+	pooled *[]byte  // b's pooled buffer (Send); nil for SendEncoded: never pooled
+	enc    *Encoded // SendShared: the reference this queue holds on b's buffer
+	inline bool     // SendEncoded/SendShared with SendOptions.Inline: may be written inline
+	rel    bool     // reliable channel
+	expr   bool     // express: leaves at once in its own batch
 	prio   uint8
 	seq    uint64 // enqueue order (FIFO across the two channels of a priority)
 }
@@ -35,6 +37,9 @@ type txItem struct {
 func (it *txItem) release() {
 	if it.pooled != nil {
 		putBuf(it.pooled)
+	}
+	if it.enc != nil {
+		it.enc.Release()
 	}
 	*it = txItem{}
 }
@@ -161,6 +166,11 @@ type txState struct {
 	lowat atomic.Int64
 
 	w writer
+
+	// loop is s.writeLoop as a func value made once (init): `go
+	// s.writeLoop()` allocates a closure per start, i.e. per message on a
+	// session that sends less often than idleLinger.
+	loop func()
 }
 
 func (t *txState) init(s *Session) {
@@ -173,6 +183,7 @@ func (t *txState) init(s *Session) {
 	}
 	t.w.s = s
 	t.w.initInline()
+	t.loop = s.writeLoop
 }
 
 func (t *txState) sinceTx() time.Duration {
@@ -269,7 +280,7 @@ func (s *Session) SendEncoded(b []byte, o SendOptions) error {
 		s.drop(dropTooLarge)
 		return ErrTooLarge
 	}
-	return s.enqueue(txItem{b: b, rel: o.Reliable, expr: o.Express}, o)
+	return s.enqueue(txItem{b: b, rel: o.Reliable, expr: o.Express, inline: o.Inline}, o)
 }
 
 // enqueue places it in its priority queue under the congestion control of o.
@@ -307,7 +318,7 @@ func (s *Session) enqueue(it txItem, o SendOptions) error {
 			run := t.kickLocked()
 			t.mu.Unlock()
 			if run {
-				go s.writeLoop()
+				go t.loop()
 			}
 			return nil
 		}

@@ -132,7 +132,11 @@ type Stats struct {
 	RxMessages, TxMessages uint64 // network messages delivered to the Handler / written to the link
 	KeepAlivesRx           uint64
 	KeepAlivesTx           uint64
-	Dropped                map[string]uint64 // by reason (queue_full, sn_window, fragment_gap, ...); only non-zero entries
+	// InlineBatches counts the batches written by the sending goroutine
+	// itself (the inline write of an idle session, inline.go) instead of
+	// by a writer goroutine; included in TxBatches.
+	InlineBatches uint64
+	Dropped       map[string]uint64 // by reason (queue_full, sn_window, fragment_gap, ...); only non-zero entries
 }
 
 func newSession(cfg *Config, l link, p params, h Handler) *Session {
@@ -186,7 +190,7 @@ func (s *Session) start() {
 	run := s.tx.kickLocked() // anything queued before start
 	s.tx.mu.Unlock()
 	if run {
-		go s.writeLoop()
+		go s.tx.loop()
 	}
 }
 
@@ -263,7 +267,7 @@ func (s *Session) shutdown(reason CloseReason, err error, sendClose bool) {
 	run := s.tx.kickLocked()
 	s.tx.mu.Unlock()
 	if run {
-		go s.writeLoop()
+		go s.tx.loop()
 	}
 }
 
@@ -274,7 +278,8 @@ func (s *Session) Stats() Stats {
 		RxBatches: s.stats.rxBatches.Load(), TxBatches: s.stats.txBatches.Load(),
 		RxMessages: s.stats.rxMsgs.Load(), TxMessages: s.stats.txMsgs.Load(),
 		KeepAlivesRx: s.stats.keepAlivesRx.Load(), KeepAlivesTx: s.stats.keepAlivesTx.Load(),
-		Dropped: map[string]uint64{},
+		InlineBatches: s.tx.inlineWrites.Load(),
+		Dropped:       map[string]uint64{},
 	}
 	for i := range s.stats.drops {
 		if v := s.stats.drops[i].Load(); v != 0 {
