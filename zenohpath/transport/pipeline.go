@@ -149,6 +149,7 @@ type txState struct {
 	queued   int // messages in all queues
 
 	inlineWrites, inlinePartial atomic.Uint64 // inline.go, for tests
+	starts                      atomic.Uint64 // writer goroutines started (Stats.WriterStarts)
 	// Messages being fragmented (at most one per channel), by priority:
 	// bytes not yet written, and messages.
 	trainBytes [numPrio]int

@@ -136,6 +136,9 @@ type Stats struct {
 	// itself (the inline write of an idle session, inline.go) instead of
 	// by a writer goroutine; included in TxBatches.
 	InlineBatches uint64
+	// WriterStarts counts the writer goroutines started (one per busy
+	// spell: a writer lingers idleLinger after its last batch, then exits).
+	WriterStarts uint64
 	Dropped       map[string]uint64 // by reason (queue_full, sn_window, fragment_gap, ...); only non-zero entries
 }
 
@@ -279,6 +282,7 @@ func (s *Session) Stats() Stats {
 		RxMessages: s.stats.rxMsgs.Load(), TxMessages: s.stats.txMsgs.Load(),
 		KeepAlivesRx: s.stats.keepAlivesRx.Load(), KeepAlivesTx: s.stats.keepAlivesTx.Load(),
 		InlineBatches: s.tx.inlineWrites.Load(),
+		WriterStarts:  s.tx.starts.Load(),
 		Dropped:       map[string]uint64{},
 	}
 	for i := range s.stats.drops {

@@ -209,6 +209,7 @@ const idleLinger = 2 * time.Millisecond
 func (s *Session) writeLoop() {
 	t := &s.tx
 	w := &t.w
+	t.starts.Add(1)
 	w.acquire()
 	if w.tail {
 		w.writeTail()
@@ -240,6 +241,11 @@ func (s *Session) writeLoop() {
 		for i := 0; i < maxAppendLocked && a.kind == actItem && w.fitsLocked(&a); i++ {
 			w.appendFrame(a.it) // never I/O: mu is held
 			a = w.pickLocked()
+			// New work, as after w.do: the next idle turn lingers again
+			// rather than exiting (a quiet session's small messages would
+			// otherwise start a writer goroutine every second message;
+			// docs/perf.md, "Tails").
+			lingered = false
 		}
 		if a.kind != actNone {
 			t.mu.Unlock()
