@@ -480,14 +480,40 @@ func Percentile(xs []float64, q float64) float64 {
 	return xs[lo] + (xs[hi]-xs[lo])*(pos-float64(lo))
 }
 
-// FreePort returns a free TCP port on 127.0.0.1.
+// handedOut remembers the ports FreePort returned lately: the kernel may
+// hand the same ephemeral port to two listen-and-close calls in a row, and a
+// router child given the same port for -l and --metrics fails to bind
+// (zbench 2026-12-03: "bind: address already in use", one row lost).
+var handedOut struct {
+	sync.Mutex
+	recent []int
+}
+
+// FreePort returns a free TCP port on 127.0.0.1, never one of the last 256
+// it returned in this process. Errors: no listener, or 32 tries in a row
+// gave a port it had handed out.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 32 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		handedOut.Lock()
+		dup := slices.Contains(handedOut.recent, port)
+		if !dup {
+			handedOut.recent = append(handedOut.recent, port)
+			if len(handedOut.recent) > 256 {
+				handedOut.recent = handedOut.recent[1:]
+			}
+		}
+		handedOut.Unlock()
+		if !dup {
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("benchkit: every free port tried was handed out lately")
 }
 
 // WaitHTTP polls url until it answers 200 or timeout passes; it also fails when exited

@@ -132,3 +132,19 @@ func FuzzLabel(f *testing.F) {
 	f.Add(`x{a="\`, "a")
 	f.Fuzz(func(t *testing.T, series, label string) { _ = Label(series, label) })
 }
+
+// TestFreePortNeverRepeats: ports handed out one after another are all
+// different (a router given the same port for two listeners fails to bind).
+func TestFreePortNeverRepeats(t *testing.T) {
+	seen := map[int]bool{}
+	for i := range 200 {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[p] {
+			t.Fatalf("call %d: port %d handed out twice", i, p)
+		}
+		seen[p] = true
+	}
+}
