@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/spf13/pflag"
 
@@ -32,4 +33,15 @@ func startPprof(addr string, log *slog.Logger) (stop func(), err error) {
 	}
 	log.Info("pprof", "addr", s.Addr(), "endpoints", "/debug/pprof/")
 	return func() { _ = s.Close() }, nil
+}
+
+// startRuntime is what `router` and `run` set up before their work: the GC
+// settings (applyGC: flag > $GOGC/$GOMEMLIMIT > default) and the pprof
+// listener (startPprof; "" none). stop ends the listener. Errors: a bad GC
+// value, a pprof address that does not listen.
+func startRuntime(gc gcOptions, pprofAddr string, log *slog.Logger) (stop func(), err error) {
+	if err := applyGC(gc, os.Getenv, log); err != nil {
+		return nil, err
+	}
+	return startPprof(pprofAddr, log)
 }

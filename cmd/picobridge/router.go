@@ -247,10 +247,7 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 			return err
 		}
 	}
-	if err := applyGC(o.gc, os.Getenv, log); err != nil {
-		return err
-	}
-	stopPprof, err := startPprof(o.pprof, log)
+	stopPprof, err := startRuntime(o.gc, o.pprof, log)
 	if err != nil {
 		return err
 	}

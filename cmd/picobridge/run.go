@@ -266,10 +266,7 @@ func runGateway(ctx context.Context, o runOptions, cfg *bridge.Config, logOut io
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
-	if err := applyGC(o.gc, os.Getenv, log); err != nil {
-		return err
-	}
-	stopPprof, err := startPprof(o.pprof, log)
+	stopPprof, err := startRuntime(o.gc, o.pprof, log)
 	if err != nil {
 		return err
 	}
