@@ -139,7 +139,7 @@ type Stats struct {
 	// WriterStarts counts the writer goroutines started (one per busy
 	// spell: a writer lingers idleLinger after its last batch, then exits).
 	WriterStarts uint64
-	Dropped       map[string]uint64 // by reason (queue_full, sn_window, fragment_gap, ...); only non-zero entries
+	Dropped      map[string]uint64 // by reason (queue_full, sn_window, fragment_gap, ...); only non-zero entries
 }
 
 func newSession(cfg *Config, l link, p params, h Handler) *Session {
