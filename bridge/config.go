@@ -77,14 +77,32 @@ type DDSConfig struct {
 	ROSDistro string `yaml:"ros_distro"`
 }
 
-// RoutesConfig selects bridged topics and their criticality.
+// RoutesConfig selects bridged topics and their criticality, and holds
+// zenoh-bridge-ros2dds's per-route keys (routes_config.go).
 type RoutesConfig struct {
-	AutoBridge         bool        `yaml:"auto_bridge"`
-	Allow              []Pattern   `yaml:"allow"`
-	Deny               []Pattern   `yaml:"deny"`
+	AutoBridge bool `yaml:"auto_bridge"`
+	// Allow and Deny are zenoh-bridge-ros2dds's allow/deny per kind
+	// (NameFilter; a plain list applies to every kind).
+	Allow              NameFilter  `yaml:"allow"`
+	Deny               NameFilter  `yaml:"deny"`
 	Critical           []Pattern   `yaml:"critical"`
 	DefaultCriticality Criticality `yaml:"default_criticality"`
 	KeyStyle           KeyStyle    `yaml:"key_style"`
+	// PubMaxFrequencies caps the rate (Hz) of DDS publishers bridged to
+	// Zenoh, "<regex>=<Hz>", first match (a bare number: every topic).
+	PubMaxFrequencies []MaxFrequency `yaml:"pub_max_frequencies"`
+	// PubPriorities gives DDS publishers their Zenoh priority and express
+	// flag, "<regex>=<1..7>[:express]", first match; :express or a
+	// priority ≤ CriticalPubPriority also makes the route critical.
+	PubPriorities []PubPriority `yaml:"pub_priorities"`
+	// ReliableRoutesBlocking: a RELIABLE DDS publisher's samples go to
+	// Zenoh with congestion control block (else drop), towards Zenoh
+	// routers and clients; devices' lanes never block.
+	ReliableRoutesBlocking bool `yaml:"reliable_routes_blocking"`
+	// TransientLocalCacheMultiplier sizes a TRANSIENT_LOCAL route's
+	// history: each writer keeps its depth, the route at most depth ×
+	// this many samples (1..MaxTransientLocalCacheMultiplier).
+	TransientLocalCacheMultiplier int `yaml:"transient_local_cache_multiplier"`
 }
 
 // DevicesConfig maps device identities to knob profiles.

@@ -116,7 +116,7 @@ policy:
 	require.True(t, errors.As(err, &ce))
 	// decode problems come first (all of them), in document order
 	require.Equal(t, `pb.yaml:2:9: zenoh.mode: unknown value "bridge" (allowed: router, peer, client)
-pb.yaml:5:3: routes.alow: unknown key in routes (allowed: allow, auto_bridge, critical, default_criticality, deny, key_style)
+pb.yaml:5:3: routes.alow: unknown key in routes (allowed: allow, auto_bridge, critical, default_criticality, deny, key_style, pub_max_frequencies, pub_priorities, reliable_routes_blocking, transient_local_cache_multiplier)
 pb.yaml:6:14: routes.critical[0]: bad regular expression: missing closing )
 pb.yaml:8:11: classifier.window: want an integer (got "many")
 pb.yaml:9:19: classifier.probe_interval: cannot parse "200" as a duration (want a number with a unit: ns, us, ms, s, m, h)

@@ -228,6 +228,7 @@ func (c *Config) Validate() error {
 		at("transport.max_message_size", "must be in %d..%d bytes (got %d)", MinMaxMessageSize, MaxMaxMessageSize, m)
 	}
 	c.validateSecurity(at)
+	c.validateRoutes(at)
 	c.validateServices(at)
 	return ps.err()
 }

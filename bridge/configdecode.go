@@ -150,8 +150,10 @@ func (c *Config) clone() *Config {
 	n.Zenoh.Listen = slices.Clone(c.Zenoh.Listen)
 	n.Zenoh.Connect = slices.Clone(c.Zenoh.Connect)
 	n.Zenoh.Routing.Router.Linkstate.TransportWeights = slices.Clone(c.Zenoh.Routing.Router.Linkstate.TransportWeights)
-	n.Routes.Allow = slices.Clone(c.Routes.Allow)
-	n.Routes.Deny = slices.Clone(c.Routes.Deny)
+	n.Routes.Allow = c.Routes.Allow.clone()
+	n.Routes.Deny = c.Routes.Deny.clone()
+	n.Routes.PubMaxFrequencies = slices.Clone(c.Routes.PubMaxFrequencies)
+	n.Routes.PubPriorities = slices.Clone(c.Routes.PubPriorities)
 	n.Routes.Critical = slices.Clone(c.Routes.Critical)
 	n.Devices.Default = c.Devices.Default.clone()
 	n.Devices.List = make([]DeviceConfig, len(c.Devices.List))
@@ -220,6 +222,10 @@ func inWhat(prefix string) string {
 var durationType = reflect.TypeFor[time.Duration]()
 var patternType = reflect.TypeFor[Pattern]()
 var timeoutType = reflect.TypeFor[Timeout]()
+var nameFilterType = reflect.TypeFor[NameFilter]()
+var maxFrequencyType = reflect.TypeFor[MaxFrequency]()
+var maxFrequenciesType = reflect.TypeFor[[]MaxFrequency]()
+var pubPriorityType = reflect.TypeFor[PubPriority]()
 
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode {
@@ -249,6 +255,57 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	case t == timeoutType:
 		d.timeout(n, v, path)
 		return
+	case t == nameFilterType:
+		// A plain list (every kind) or a mapping per kind; either
+		// replaces the whole filter.
+		f := NameFilter{}
+		switch {
+		case isNull:
+			f.Flat = []Pattern{}
+		case n.Kind == yaml.SequenceNode:
+			d.value(n, reflect.ValueOf(&f.Flat).Elem(), path)
+		case n.Kind == yaml.MappingNode:
+			d.fields(n, reflect.ValueOf(&f).Elem(), path)
+		default:
+			d.problem(n, path, knobs.ErrType, "want a list of regexes (every kind) or a mapping with keys %s (got %s)", strings.Join(fieldNames(t), ", "), kindName(n))
+			return
+		}
+		v.Set(reflect.ValueOf(f))
+		return
+	case t == maxFrequenciesType && n.Kind == yaml.ScalarNode && !isNull:
+		// zenoh-bridge-ros2dds: a bare number caps every publisher.
+		s := n.Value
+		m, err := ParseMaxFrequency(".*=" + s)
+		if err != nil || (n.Tag != "!!int" && n.Tag != "!!float") {
+			d.problem(n, path, knobs.ErrType, "want a list of \"<regex>=<Hz>\" or a number of Hz > 0 for every topic (got %q)", s)
+			return
+		}
+		v.Set(reflect.ValueOf([]MaxFrequency{m}))
+		return
+	case t == maxFrequencyType:
+		s, ok := d.scalar(n, path, `"<regex>=<Hz>", e.g. "/scan=10"`)
+		if !ok {
+			return
+		}
+		m, err := ParseMaxFrequency(s)
+		if err != nil {
+			d.problem(n, path, knobs.ErrBadValue, "%v", err)
+			return
+		}
+		v.Set(reflect.ValueOf(m))
+		return
+	case t == pubPriorityType:
+		s, ok := d.scalar(n, path, `"<regex>=<1..7>[:express]", e.g. "/cmd_vel=1:express"`)
+		if !ok {
+			return
+		}
+		p, err := ParsePubPriority(s)
+		if err != nil {
+			d.problem(n, path, knobs.ErrBadValue, "%v", err)
+			return
+		}
+		v.Set(reflect.ValueOf(p))
+		return
 	case t == patternType:
 		s, ok := d.scalar(n, path, "a regular expression")
 		if !ok {
@@ -273,23 +330,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 			d.problem(n, path, knobs.ErrType, "want a mapping with keys %s (got %s)", strings.Join(fieldNames(t), ", "), kindName(n))
 			return
 		}
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			kn, vn := n.Content[i], n.Content[i+1]
-			name := kn.Value
-			kp := join(path, name)
-			if seen[name] {
-				d.problem(kn, kp, knobs.ErrSyntax, "duplicate key")
-				continue
-			}
-			seen[name] = true
-			f, ok := fieldByName(v, name)
-			if !ok {
-				d.problem(kn, kp, knobs.ErrUnknownKey, "unknown key%s (allowed: %s)", inWhat(path), strings.Join(fieldNames(t), ", "))
-				continue
-			}
-			d.value(vn, f, kp)
-		}
+		d.fields(n, v, path)
 	case reflect.Slice:
 		if isNull {
 			v.Set(reflect.MakeSlice(t, 0, 0))
@@ -370,6 +411,28 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		v.SetFloat(f)
 	default:
 		panic("bridge: config field of unsupported kind " + t.String())
+	}
+}
+
+// fields decodes mapping n into the fields of struct v.
+func (d *decoder) fields(n *yaml.Node, v reflect.Value, path string) {
+	t := v.Type()
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := n.Content[i], n.Content[i+1]
+		name := kn.Value
+		kp := join(path, name)
+		if seen[name] {
+			d.problem(kn, kp, knobs.ErrSyntax, "duplicate key")
+			continue
+		}
+		seen[name] = true
+		f, ok := fieldByName(v, name)
+		if !ok {
+			d.problem(kn, kp, knobs.ErrUnknownKey, "unknown key%s (allowed: %s)", inWhat(path), strings.Join(fieldNames(t), ", "))
+			continue
+		}
+		d.value(vn, f, kp)
 	}
 }
 

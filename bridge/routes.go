@@ -12,7 +12,18 @@ type Route struct {
 	TypeHash    string      `json:"type_hash"` // "RIHS01_<hex>" or empty
 	Key         string      `json:"key"`       // Zenoh key expression
 	Criticality Criticality `json:"criticality"`
+	// Priority and Express are the route's pub_priorities entry (Zenoh
+	// priority 1..7 and express flag of what it publishes to Zenoh); 0:
+	// none matched (critical routes go at 1 real_time with express, others
+	// at 5 data).
+	Priority uint8 `json:"priority,omitempty"`
+	Express  bool  `json:"express,omitempty"`
 }
+
+// CriticalPubPriority is the lowest pub_priorities priority (numerically the
+// highest) that makes a route critical (1 real_time, 2 interactive_high):
+// those go on the devices' express lane, as does any :express entry.
+const CriticalPubPriority = 2
 
 // Routes decides which ROS topics are bridged and how (routes.* of the
 // configuration). It is immutable and safe for concurrent use.
@@ -27,47 +38,87 @@ func NewRoutes(c *Config) *Routes {
 	return &Routes{cfg: c.Routes, namespace: c.DDS.Namespace, domain: c.DDS.Domain}
 }
 
-// Allowed reports whether a ROS name passes allow/deny: deny wins; an empty
-// allow list allows everything.
+// Allowed reports whether a topic passes allow/deny as a publisher or as a
+// subscriber (AllowedKind).
 func (r *Routes) Allowed(topic string) bool {
-	for _, p := range r.cfg.Deny {
-		if p.Match(topic) {
-			return false
-		}
-	}
-	if len(r.cfg.Allow) == 0 {
-		return true
-	}
-	for _, p := range r.cfg.Allow {
-		if p.Match(topic) {
-			return true
-		}
-	}
-	return false
+	return r.AllowedTopic(true, topic) || r.AllowedTopic(false, topic)
 }
+
+// AllowedKind reports whether a ROS name of kind k passes routes.allow and
+// routes.deny: refused when a deny list of its kind matches; with allow
+// set, only when the allow list of its kind matches (a kind without a
+// list: none); else allowed (NameFilter, zenoh-bridge-ros2dds Allowance).
+func (r *Routes) AllowedKind(k EntityKind, name string) bool {
+	return allowedBy(r.cfg.Allow, r.cfg.Deny, k, name)
+}
+
+// AllowedTopic is AllowedKind for a DDS publisher (pub) or subscriber of
+// topic (KindOfTopic: an action's feedback and status are the action's).
+func (r *Routes) AllowedTopic(pub bool, topic string) bool {
+	k, name := KindOfTopic(pub, topic)
+	return r.AllowedKind(k, name)
+}
+
+// AllowedService is AllowedKind for a service server (server) or client
+// (KindOfService: an action's services are the action's).
+func (r *Routes) AllowedService(server bool, name string) bool {
+	k, n := KindOfService(server, name)
+	return r.AllowedKind(k, n)
+}
+
+// AllowSet reports whether routes.allow names anything (then only what it
+// names is bridged, even without auto_bridge).
+func (r *Routes) AllowSet() bool { return r.cfg.Allow.Set() }
 
 // AutoBridge reports whether discovered topics are bridged without being named.
 func (r *Routes) AutoBridge() bool { return r.cfg.AutoBridge }
 
-// CriticalityOf is critical when a routes.critical pattern matches the name,
-// else routes.default_criticality.
+// CriticalityOf is critical when a routes.critical pattern matches the
+// name, or when its pub_priorities entry is :express or has a priority ≤
+// CriticalPubPriority; noncritical when its pub_priorities entry is
+// neither; else routes.default_criticality.
 func (r *Routes) CriticalityOf(topic string) Criticality {
 	for _, p := range r.cfg.Critical {
 		if p.Match(topic) {
 			return Critical
 		}
 	}
+	if p, ok := r.cfg.PriorityOf(topic); ok {
+		if p.Express || p.Priority <= CriticalPubPriority {
+			return Critical
+		}
+		return Noncritical
+	}
 	return r.cfg.DefaultCriticality
 }
 
 // Resolve returns the route of a discovered topic, ok false when allow/deny
-// refuse it.
+// refuse it both as a publisher and as a subscriber.
 func (r *Routes) Resolve(topic, rosType, typeHash string) (Route, bool) {
 	if !r.Allowed(topic) {
 		return Route{}, false
 	}
-	return Route{Topic: topic, Type: rosType, TypeHash: typeHash,
-		Key: r.KeyOf(topic, rosType, typeHash), Criticality: r.CriticalityOf(topic)}, true
+	rt := Route{Topic: topic, Type: rosType, TypeHash: typeHash,
+		Key: r.KeyOf(topic, rosType, typeHash), Criticality: r.CriticalityOf(topic)}
+	if p, ok := r.cfg.PriorityOf(topic); ok {
+		rt.Priority, rt.Express = p.Priority, p.Express
+	}
+	return rt, true
+}
+
+// MaxFrequency is the pub_max_frequencies cap of a DDS publisher's topic;
+// ok false: none.
+func (r *Routes) MaxFrequency(topic string) (MaxFrequency, bool) {
+	return r.cfg.MaxFrequencyOf(topic)
+}
+
+// ReliableBlocking reports routes.reliable_routes_blocking.
+func (r *Routes) ReliableBlocking() bool { return r.cfg.ReliableRoutesBlocking }
+
+// TransientLocalCacheMultiplier is routes.transient_local_cache_multiplier
+// (at least 1).
+func (r *Routes) TransientLocalCacheMultiplier() int {
+	return max(r.cfg.TransientLocalCacheMultiplier, 1)
 }
 
 // KeyOf maps a ROS topic to its Zenoh key expression:

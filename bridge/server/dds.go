@@ -132,13 +132,18 @@ func (b *ddsBridge) close() {
 	b.svc.wait()
 }
 
-// allowed is the route table's decision for a discovered topic.
-func (b *ddsBridge) allowed(topic string) bool {
+// allowed is the route table's decision for a discovered DDS publisher
+// (pub) or subscriber of topic: routes.allow/deny of its kind, and
+// auto_bridge unless allow names it.
+func (b *ddsBridge) allowed(pub bool, topic string) bool {
 	rt := b.s.gw.Routes()
-	if !rt.Allowed(topic) {
-		return false
-	}
-	return rt.AutoBridge() || len(b.s.cfg.Routes.Allow) > 0
+	return rt.AllowedTopic(pub, topic) && (rt.AutoBridge() || rt.AllowSet())
+}
+
+// allowedService is allowed for a service server (server) or client.
+func (b *ddsBridge) allowedService(server bool, name string) bool {
+	rt := b.s.gw.Routes()
+	return rt.AllowedService(server, name) && (rt.AutoBridge() || rt.AllowSet())
 }
 
 func (b *ddsBridge) handle(e ddspath.Endpoint) {
@@ -175,7 +180,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 		r := b.out[e.Topic]
 		if r == nil {
 			b.mu.Unlock()
-			if !b.allowed(topic) {
+			if !b.allowed(true, topic) {
 				log.Debug("DDS publication not bridged (routes allow/deny)")
 				return
 			}
@@ -212,7 +217,8 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 		r := b.in[e.Topic]
 		if r == nil {
 			b.mu.Unlock()
-			if !b.allowed(topic) {
+			if !b.allowed(false, topic) {
+				log.Debug("DDS subscription not bridged (routes allow/deny)")
 				return
 			}
 			route, _ := b.s.gw.Routes().Resolve(topic, rosType, e.TypeHash)

@@ -192,7 +192,7 @@ func (sv *services) handle(e ddspath.Endpoint, name string, kind ros2.TopicKind)
 		sv.mu.Unlock()
 		return
 	}
-	if !sv.b.allowed(name) {
+	if !sv.b.allowedService(serverSide, name) {
 		sv.mu.Unlock()
 		return
 	}
