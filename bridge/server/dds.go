@@ -297,14 +297,15 @@ func (b *ddsBridge) newOut(e ddspath.Endpoint, route bridge.Route) (*outRoute, e
 			return nil, err
 		}
 	}
-	opts := &zenohpath.PutOptions{Priority: zenohpath.PriorityData, CongestionControl: zenohpath.CongestionControlDrop}
-	if route.Criticality == bridge.Critical {
-		opts.Priority, opts.Express = zenohpath.PriorityRealTime, true
-	}
-	if e.QoS.Reliability != ddspath.Reliable {
-		opts.Reliability = zenohpath.ReliabilityBestEffort
-	}
+	opts := b.putOptions(route, e.QoS.Reliability == ddspath.Reliable)
 	b.wg.Add(1)
+	if mf, ok := b.s.gw.Routes().MaxFrequency(route.Topic); ok {
+		go func() {
+			defer b.wg.Done()
+			b.forwardCapped(r, rd, opts, mf)
+		}()
+		return r, nil
+	}
 	go func() {
 		defer b.wg.Done()
 		for smp := range rd.C() {
@@ -312,6 +313,80 @@ func (b *ddsBridge) newOut(e ddspath.Endpoint, route bridge.Route) (*outRoute, e
 		}
 	}()
 	return r, nil
+}
+
+// putOptions is how a DDS → Zenoh route publishes to Zenoh routers and
+// clients (devices get the route's lane instead):
+//
+//   - priority and express: the route's routes.pub_priorities entry; else
+//     1 real_time with express for a critical route, 5 data otherwise;
+//   - congestion control block for a RELIABLE DDS writer when
+//     routes.reliable_routes_blocking (zenoh-bridge-ros2dds
+//     route_publisher.rs), except on a critical route, whose devices'
+//     express lane must not wait behind a congested upstream; drop
+//     otherwise;
+//   - best effort for a BEST_EFFORT writer.
+func (b *ddsBridge) putOptions(route bridge.Route, reliable bool) *zenohpath.PutOptions {
+	opts := &zenohpath.PutOptions{Priority: zenohpath.PriorityData, CongestionControl: zenohpath.CongestionControlDrop}
+	if route.Criticality == bridge.Critical {
+		opts.Priority, opts.Express = zenohpath.PriorityRealTime, true
+	}
+	if route.Priority != 0 {
+		opts.Priority, opts.Express = zenohpath.Priority(route.Priority), route.Express
+	}
+	if reliable && b.s.gw.Routes().ReliableBlocking() && route.Criticality != bridge.Critical {
+		opts.CongestionControl = zenohpath.CongestionControlBlock
+	}
+	if !reliable {
+		opts.Reliability = zenohpath.ReliabilityBestEffort
+	}
+	return opts
+}
+
+// reasonMaxFrequency counts samples routes.pub_max_frequencies dropped
+// (picobridge_dds_samples_dropped_total; docs/metrics.md).
+const reasonMaxFrequency = "max_frequency"
+
+// forwardCapped is the forwarding loop of a route under a
+// routes.pub_max_frequencies cap (bridge.Downsampler): at most mf.Hz
+// samples a second, the newest, the last of a burst sent when its slot
+// opens; the others are dropped with reason max_frequency.
+func (b *ddsBridge) forwardCapped(r *outRoute, rd *ddspath.Reader, opts *zenohpath.PutOptions, mf bridge.MaxFrequency) {
+	ds := bridge.NewDownsampler[*ddspath.Sample](mf.Period())
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	drop := func(n int) {
+		if n > 0 {
+			r.loss.sum.Add(uint64(n))
+			b.s.stats.dropped.WithLabelValues(dirToZenoh, r.route.Topic, reasonMaxFrequency).Add(float64(n))
+		}
+	}
+	for {
+		var due <-chan time.Time
+		if at, ok := ds.Due(); ok {
+			timer.Reset(time.Until(at))
+			due = timer.C
+		}
+		select {
+		case smp, ok := <-rd.C():
+			if !ok {
+				if _, held := ds.Due(); held {
+					drop(1) // the route closed before its slot
+				}
+				return
+			}
+			send, dropped := ds.Offer(time.Now(), smp)
+			drop(dropped)
+			if send {
+				b.forward(r, smp, opts)
+			}
+		case now := <-due:
+			if smp, ok := ds.Flush(now); ok {
+				b.forward(r, smp, opts)
+			}
+		}
+	}
 }
 
 // expressDrainWait bounds how long a critical route's ingress waits for

@@ -466,7 +466,7 @@ func newServerMetrics(reg prometheus.Registerer) *serverMetrics {
 		}, []string{"direction"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "picobridge", Subsystem: "dds", Name: "samples_dropped_total",
-			Help: "Samples lost at a route's DDS input before they were bridged, by direction, ROS topic and reason (dds_sample_lost, dds_sample_rejected, dds_seq_gap, queue_full).",
+			Help: "Samples lost at a route's DDS input before they were bridged, by direction, ROS topic and reason (dds_sample_lost, dds_sample_rejected, dds_seq_gap, queue_full, max_frequency).",
 		}, []string{"direction", "topic", "reason"}),
 		devices: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "picobridge", Subsystem: "router", Name: "device_faces",
