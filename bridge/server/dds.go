@@ -411,7 +411,7 @@ func (b *ddsBridge) forward(r *outRoute, smp *ddspath.Sample, opts *zenohpath.Pu
 	}
 	s.gw.Publish(r.route, bridge.Sample{Key: r.route.Key, Payload: smp.CDR, Time: smp.ReceivedAt})
 	if r.hist != nil {
-		r.hist.add(smp.CDR)
+		r.hist.add(smp.PublicationHandle, smp.CDR)
 	}
 	r.samples.Add(1)
 	s.stats.samples.WithLabelValues(dirToZenoh).Inc()
@@ -426,23 +426,39 @@ func (b *ddsBridge) newIn(e ddspath.Endpoint, route bridge.Route) (*inRoute, err
 	}
 	r := &inRoute{route: route, qos: q, writer: w}
 	s := b.s
+	var gate *historyGate
+	if q.Durability == ddspath.TransientLocal {
+		gate = &historyGate{pending: true}
+	}
 	r.sub, err = s.data.DeclareSubscriber(route.Key, func(smp zenohpath.Sample) {
 		if smp.Kind() != zenohpath.SampleKindPut {
 			return
 		}
-		if err := w.Write(smp.Payload(), time.Time{}); err != nil {
-			r.errors.Add(1)
-			s.stats.errors.WithLabelValues(dirToDDS).Inc()
+		if gate != nil && gate.hold(smp) {
 			return
 		}
-		r.samples.Add(1)
-		s.stats.samples.WithLabelValues(dirToDDS).Inc()
+		b.writeIn(r, smp.Payload())
 	})
 	if err != nil {
 		_ = w.Close()
 		return nil, err
 	}
+	if gate != nil {
+		b.queryHistory(r, gate)
+	}
 	return r, nil
+}
+
+// writeIn writes one sample from Zenoh to a Zenoh → DDS route's writer.
+func (b *ddsBridge) writeIn(r *inRoute, p []byte) {
+	s := b.s
+	if err := r.writer.Write(p, time.Time{}); err != nil {
+		r.errors.Add(1)
+		s.stats.errors.WithLabelValues(dirToDDS).Inc()
+		return
+	}
+	r.samples.Add(1)
+	s.stats.samples.WithLabelValues(dirToDDS).Inc()
 }
 
 func (b *ddsBridge) status() []RouteStatus {
