@@ -191,6 +191,11 @@ func (c *Config) override(source, key, yamlValue string) error {
 	}
 	v := reflect.ValueOf(c).Elem()
 	for i, part := range strings.Split(key, ".") {
+		if v.Type() == nameFilterType {
+			// routes.allow.publishers over a plain list: the list becomes
+			// every kind's, then this kind is replaced.
+			v.Addr().Interface().(*NameFilter).unflatten()
+		}
 		f, ok := fieldByName(v, part)
 		if !ok {
 			prefix := strings.Join(strings.Split(key, ".")[:i], ".")

@@ -106,6 +106,18 @@ func (f NameFilter) MarshalYAML() (any, error) {
 	return m, nil
 }
 
+// unflatten turns the plain-list form into the per-kind one.
+func (f *NameFilter) unflatten() {
+	if f.Flat == nil {
+		return
+	}
+	flat := f.Flat
+	*f = NameFilter{}
+	for _, l := range []*[]Pattern{&f.Publishers, &f.Subscribers, &f.ServiceServers, &f.ServiceClients, &f.ActionServers, &f.ActionClients} {
+		*l = append([]Pattern(nil), flat...)
+	}
+}
+
 func (f NameFilter) clone() NameFilter {
 	c := f
 	for _, l := range []*[]Pattern{&c.Publishers, &c.Subscribers, &c.ServiceServers, &c.ServiceClients, &c.ActionServers, &c.ActionClients, &c.Flat} {

@@ -126,6 +126,12 @@ routes:
 	require.NoError(t, c.Validate())
 	require.True(t, bridge.NewRoutes(c).AllowedKind(bridge.KindSubscriber, "/b"))
 	require.False(t, bridge.NewRoutes(c).AllowedKind(bridge.KindPublisher, "/a"))
+	require.NoError(t, c.Override("routes.allow.publishers", `["/p"]`))
+	require.NoError(t, c.Validate())
+	rt := bridge.NewRoutes(c)
+	require.True(t, rt.AllowedKind(bridge.KindPublisher, "/p"))
+	require.False(t, rt.AllowedKind(bridge.KindPublisher, "/b"))
+	require.True(t, rt.AllowedKind(bridge.KindSubscriber, "/b"), "the other kinds keep the plain list")
 }
 
 func TestRoutesAllowDenyRefused(t *testing.T) {
@@ -284,4 +290,25 @@ routes:
 	require.Contains(t, buf.String(), "- /cmd_vel=1:express")
 	require.Contains(t, buf.String(), "- .*=2.5")
 	require.Equal(t, 4, c2.Routes.TransientLocalCacheMultiplier)
+}
+
+// ros_discovery_info names the gateway's node with dds.nodename in
+// dds.namespace (zenoh-bridge-ros2dds nodename/namespace), its Gid layout
+// with dds.ros_distro; bad values name file:line and what is allowed (the
+// announcement itself: server TestGatewayROSNode).
+func TestDDSNodeConfig(t *testing.T) {
+	c := testConfig(t, "dds: {namespace: /robot1, nodename: pico_gw, ros_distro: jazzy}\n")
+	require.Equal(t, "/robot1", c.DDS.Namespace)
+	require.Equal(t, "pico_gw", c.DDS.Nodename)
+	require.Equal(t, "jazzy", c.DDS.ROSDistro)
+	_, err := bridge.ParseConfig("pb.yaml", []byte(`
+dds:
+  namespace: robot1
+  nodename: "a b"
+  ros_distro: ardent
+`))
+	require.Error(t, err)
+	require.Equal(t, `pb.yaml:3:14: dds.namespace: want "/" or /name[/name...] (got "robot1")
+pb.yaml:4:13: dds.nodename: want [A-Za-z0-9_.-]{1,64} (got "a b")
+pb.yaml:5:15: dds.ros_distro: want one of foxy, galactic, humble, iron, jazzy, kilted, rolling (got "ardent")`, err.Error())
 }
