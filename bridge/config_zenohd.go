@@ -15,6 +15,18 @@ var zenohdKeys = []struct{ zenohd, ours string }{
 	{"scouting", "zenoh.scouting"},
 	{"routing", "zenoh.routing"},
 	{"transport.link.rx.max_message_size", "transport.max_message_size"},
+	// zenoh-bridge-ros2dds's plugin keys (plugins.ros2dds.*, its config.rs;
+	// docs/bridge.md "zenoh-bridge-ros2dds keys")
+	{"plugins.ros2dds.allow", "routes.allow"},
+	{"plugins.ros2dds.deny", "routes.deny"},
+	{"plugins.ros2dds.pub_max_frequencies", "routes.pub_max_frequencies"},
+	{"plugins.ros2dds.pub_priorities", "routes.pub_priorities"},
+	{"plugins.ros2dds.reliable_routes_blocking", "routes.reliable_routes_blocking"},
+	{"plugins.ros2dds.transient_local_cache_multiplier", "routes.transient_local_cache_multiplier"},
+	{"plugins.ros2dds.queries_timeout", "services.queries_timeout"},
+	{"plugins.ros2dds.nodename", "dds.nodename"},
+	{"plugins.ros2dds.namespace", "dds.namespace"},
+	{"plugins.ros2dds.domain", "dds.domain"},
 }
 
 // ZenohdKey is the key of this configuration for key written as zenohd's

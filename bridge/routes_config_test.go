@@ -312,3 +312,29 @@ dds:
 pb.yaml:4:13: dds.nodename: want [A-Za-z0-9_.-]{1,64} (got "a b")
 pb.yaml:5:15: dds.ros_distro: want one of foxy, galactic, humble, iron, jazzy, kilted, rolling (got "ardent")`, err.Error())
 }
+
+// --cfg takes the plugin's keys as zenohd does (plugins/ros2dds/...).
+func TestROS2DDSPluginKeys(t *testing.T) {
+	for in, want := range map[string]string{
+		"plugins/ros2dds/allow/publishers":                 "routes.allow.publishers",
+		"plugins/ros2dds/pub_max_frequencies":              "routes.pub_max_frequencies",
+		"plugins/ros2dds/pub_priorities":                   "routes.pub_priorities",
+		"plugins/ros2dds/reliable_routes_blocking":         "routes.reliable_routes_blocking",
+		"plugins/ros2dds/transient_local_cache_multiplier": "routes.transient_local_cache_multiplier",
+		"plugins/ros2dds/queries_timeout/default":          "services.queries_timeout.default",
+		"plugins/ros2dds/nodename":                         "dds.nodename",
+		"plugins/ros2dds/namespace":                        "dds.namespace",
+		"plugins/ros2dds/domain":                           "dds.domain",
+	} {
+		require.Equal(t, want, bridge.ZenohdKey(in), in)
+	}
+	c := bridge.DefaultConfig()
+	require.NoError(t, c.OverrideFrom("--cfg plugins/ros2dds/pub_priorities", bridge.ZenohdKey("plugins/ros2dds/pub_priorities"), `["/cmd_vel=1:express"]`))
+	require.NoError(t, c.Validate())
+	p, ok := c.Routes.PriorityOf("/cmd_vel")
+	require.True(t, ok)
+	require.Equal(t, bridge.PubPriority{}.Priority+1, p.Priority)
+	require.True(t, p.Express)
+	err := c.OverrideFrom("--cfg plugins/ros2dds/pub_priorities", "routes.pub_priorities", `["/x=9"]`)
+	require.ErrorContains(t, err, `--cfg plugins/ros2dds/pub_priorities: routes.pub_priorities[0]: priority of "/x": want 1..7`)
+}
