@@ -228,7 +228,7 @@ func (b *ddsBridge) queryHistory(r *inRoute, g *historyGate) {
 		seenP := map[string]bool{}
 		n := 0
 		if err == nil {
-			for rep := range replies {
+			for rep := range recvUntil(replies, b.done) {
 				smp, ok := rep.Ok()
 				if !ok || smp.Kind() != zenohpath.SampleKindPut {
 					continue
@@ -245,6 +245,11 @@ func (b *ddsBridge) queryHistory(r *inRoute, g *historyGate) {
 			s.log.Warn("TRANSIENT_LOCAL history query not sent", "topic", r.route.Topic, "key", r.route.Key, "err", err)
 		}
 		s.histStats.replayed.WithLabelValues("dds").Add(float64(n))
+		select {
+		case <-b.done:
+			return // the gateway stops: the writer is closing
+		default:
+		}
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		for _, smp := range g.held {
@@ -259,4 +264,21 @@ func (b *ddsBridge) queryHistory(r *inRoute, g *historyGate) {
 		g.held, g.pending = nil, false
 		s.log.Info("TRANSIENT_LOCAL history fetched from Zenoh for a DDS late joiner", "topic", r.route.Topic, "key", r.route.Key, "samples", n)
 	}()
+}
+
+// recvUntil yields the replies until the channel closes or done does (a
+// history query must not hold the gateway's shutdown for its timeout).
+func recvUntil(replies <-chan zenohpath.Reply, done <-chan struct{}) func(func(zenohpath.Reply) bool) {
+	return func(yield func(zenohpath.Reply) bool) {
+		for {
+			select {
+			case rep, ok := <-replies:
+				if !ok || !yield(rep) {
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}
 }
