@@ -333,3 +333,49 @@ services:
 	qmu.Unlock()
 	require.Equal(t, 3.0, testutil.ToFloat64(s.histStats.replayed.WithLabelValues("dds")))
 }
+
+// routes.allow with service kinds (the plugin's allow block in one place):
+// service_servers lets one DDS server through; the other stays off Zenoh.
+// An allow block without a service kind bridges no service (the plugin's
+// rule: a kind without a list bridges none of its names).
+func TestRoutesAllowServiceServersDDS(t *testing.T) {
+	for _, c := range []struct {
+		name, allow string
+		bridged     bool
+	}{
+		{"service_servers listed", `{service_servers: ["/ras_ok_.*"]}`, true},
+		{"publishers only", `{publishers: [".*"]}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			domain := svcDomain()
+			tag := testTag()
+			okName, deniedName := "/ras_ok_"+tag, "/ras_no_"+tag
+			s := startDDSServer(t, fmt.Sprintf(`
+zenoh: {listen: [tcp/127.0.0.1:0]}
+metrics: {listen: ""}
+dds: {domain: %d}
+routes:
+  allow: %s
+`, domain, c.allow))
+			p, err := ddspath.Open(ddspath.Config{DomainID: domain})
+			require.NoError(t, err)
+			defer p.Close()
+			startDDSAddServer(t, p, okName)
+			startDDSAddServer(t, p, deniedName)
+			sentinel := "/ras_pub_" + tag // a publisher: bridged in the second case, shows discovery ran
+			_, err = p.NewWriter("rt"+sentinel, u32Type, ddspath.ROSDefaultQoS())
+			require.NoError(t, err)
+			if c.bridged {
+				require.Eventually(t, func() bool { return serviceReady(s, okName, dirToDDS) }, 20*time.Second, 20*time.Millisecond, "allowed server bridged")
+				time.Sleep(500 * time.Millisecond) // the other server's discovery settles
+			} else {
+				require.Eventually(t, func() bool { _, ok := routeOf(s, sentinel, dirToZenoh); return ok }, 20*time.Second, 20*time.Millisecond, "publisher bridged")
+				time.Sleep(time.Second) // the servers' discovery settles
+				require.False(t, serviceReady(s, okName, dirToDDS), "no service kind in allow: no service")
+			}
+			for _, st := range s.Routez().Services {
+				require.NotEqual(t, deniedName, st.Name, "denied server has no route")
+			}
+		})
+	}
+}
