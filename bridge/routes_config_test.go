@@ -12,12 +12,14 @@ import (
 )
 
 // The defaults are zenoh-bridge-ros2dds's (config.rs 1.10:
-// DEFAULT_RELIABLE_ROUTES_BLOCKING true, DEFAULT_TRANSIENT_LOCAL_CACHE_MULTIPLIER
-// 10, no max frequencies, no priorities, no allow/deny).
+// DEFAULT_TRANSIENT_LOCAL_CACHE_MULTIPLIER 10, no max frequencies, no
+// priorities, no allow/deny) except reliable_routes_blocking: theirs is true,
+// ours false, because a blocked put would hold the route for every device
+// behind it (docs/bridge.md).
 func TestRoutesConfigROS2DDSDefaults(t *testing.T) {
 	c := bridge.DefaultConfig()
 	r := c.Routes
-	require.True(t, r.ReliableRoutesBlocking)
+	require.False(t, r.ReliableRoutesBlocking)
 	require.Equal(t, 10, r.TransientLocalCacheMultiplier)
 	require.Empty(t, r.PubMaxFrequencies)
 	require.Empty(t, r.PubPriorities)
