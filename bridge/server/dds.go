@@ -29,6 +29,7 @@ type ddsBridge struct {
 	done <-chan struct{} // the gateway stops
 
 	node *ddspath.NodeAnnouncer // ros_discovery_info (nodeinfo.go); nil when not announced
+	hlc  *hlc                   // timestamps of TRANSIENT_LOCAL routes' puts (advhistory.go)
 
 	mu  sync.Mutex
 	out map[string]*outRoute // by DDS topic
@@ -46,6 +47,9 @@ type outRoute struct {
 	tok     *zenohpath.LivelinessToken // rmw_zenoh MP token (graph.go)
 	hist    *historyCache              // TRANSIENT_LOCAL writers: retained samples (history.go)
 	histQbl *zenohpath.Queryable       // answers gets on the key with them
+	// the AdvancedPublisher's queryable and token on <key>/@adv/pub/<zid>/uhlc/_ (advhistory.go)
+	histAdvQbl *zenohpath.Queryable
+	histTok    *zenohpath.LivelinessToken
 }
 
 type inRoute struct {
@@ -67,6 +71,7 @@ func startDDS(ctx context.Context, s *Server, cfg ddspath.Config) (*ddsBridge, e
 	b := &ddsBridge{s: s, p: p, events: make(chan ddspath.Endpoint, 1024), tokens: make(chan ddspath.Endpoint, 1024),
 		out: map[string]*outRoute{}, in: map[string]*inRoute{}}
 	b.node = announceNode(s, p)
+	b.hlc = newHLC(s.data.ZID())
 	b.svc = newServices(b, ctx.Done())
 	b.done = ctx.Done()
 	b.wg.Add(4)
@@ -169,9 +174,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 			}
 			_ = r.reader.Close()
 			undeclareToken(r.tok)
-			if r.histQbl != nil {
-				_ = r.histQbl.Undeclare()
-			}
+			r.undeclareHistory()
 			b.pollLoss(r) // the closed reader keeps its last counts
 			log.Info("route DDS → Zenoh removed (no DDS writer left)", "key", r.route.Key, "samples", r.samples.Load(), "dropped", r.loss.total())
 			return
@@ -397,6 +400,18 @@ const expressDrainWait = 20 * time.Millisecond
 // faces through the router, to devices through their lanes.
 func (b *ddsBridge) forward(r *outRoute, smp *ddspath.Sample, opts *zenohpath.PutOptions) {
 	s := b.s
+	var ts *zenohpath.Timestamp
+	if r.hist != nil {
+		// A TRANSIENT_LOCAL route is an AdvancedPublisher with a cache:
+		// every put carries the timestamp its cached copy will be
+		// answered with, so an AdvancedSubscriber that gets a sample
+		// both live and from the cache keeps one (advhistory.go).
+		t := b.hlc.next()
+		ts = &t
+		o := *opts
+		o.Timestamp = ts
+		opts = &o
+	}
 	if _, err := s.data.PublishRemote(r.route.Key, smp.CDR, opts, s.devs.isDevice); err != nil {
 		r.errors.Add(1)
 		s.stats.errors.WithLabelValues(dirToZenoh).Inc()
@@ -411,7 +426,7 @@ func (b *ddsBridge) forward(r *outRoute, smp *ddspath.Sample, opts *zenohpath.Pu
 	}
 	s.gw.Publish(r.route, bridge.Sample{Key: r.route.Key, Payload: smp.CDR, Time: smp.ReceivedAt})
 	if r.hist != nil {
-		r.hist.add(smp.PublicationHandle, smp.CDR)
+		r.hist.addTS(smp.PublicationHandle, smp.CDR, ts)
 	}
 	r.samples.Add(1)
 	s.stats.samples.WithLabelValues(dirToZenoh).Inc()

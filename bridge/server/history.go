@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
+	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
 // TRANSIENT_LOCAL topics (docs/services.md#transient_local), both ways.
@@ -51,16 +53,20 @@ type historyCache struct {
 type historyItem struct {
 	writer uint64 // the DDS writer (ddspath.Sample.PublicationHandle)
 	p      []byte
+	ts     *zenohpath.Timestamp // the Zenoh timestamp it was published with (nil: none)
 }
 
 func newHistoryCache(depth int32, mult int) *historyCache {
 	return &historyCache{depth: max(int(depth), 1), mult: max(mult, 1)}
 }
 
-func (h *historyCache) add(writer uint64, p []byte) {
+func (h *historyCache) add(writer uint64, p []byte) { h.addTS(writer, p, nil) }
+
+// addTS retains p of writer with the timestamp it was published with.
+func (h *historyCache) addTS(writer uint64, p []byte, ts *zenohpath.Timestamp) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.items = append(h.items, historyItem{writer, p})
+	h.items = append(h.items, historyItem{writer, p, ts})
 	n, first := 0, -1
 	for i := len(h.items) - 1; i >= 0; i-- {
 		if h.items[i].writer == writer {
@@ -86,12 +92,7 @@ func (h *historyCache) grow(depth int32) {
 // snapshot is the retained samples, oldest first; the newest max when
 // max > 0.
 func (h *historyCache) snapshot(max int) [][]byte {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	items := h.items
-	if max > 0 && len(items) > max {
-		items = items[len(items)-max:]
-	}
+	items := h.items2(max)
 	out := make([][]byte, len(items))
 	for i, it := range items {
 		out[i] = it.p
@@ -99,10 +100,26 @@ func (h *historyCache) snapshot(max int) [][]byte {
 	return out
 }
 
+// items2 is snapshot with each sample's writer and timestamp.
+func (h *historyCache) items2(max int) []historyItem {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	items := h.items
+	if max > 0 && len(items) > max {
+		items = items[len(items)-max:]
+	}
+	return append([]historyItem(nil), items...)
+}
+
 // historyQueryMarker is the attachment of the gateway's own history queries
 // (Zenoh → DDS, below): its history queryables do not answer them, so a
 // topic bridged both ways never writes DDS samples back into DDS.
-var historyQueryMarker = []byte("picobridge/history-query")
+// The marker names the gateway's session: another gateway's history query
+// is answered (a marker without the ZID made two gateways ignore each
+// other's late joiners).
+func historyQueryMarker(zid wire.ZID) []byte {
+	return []byte("picobridge/history-query/" + zid.String())
+}
 
 // maxParam is the _max=N selector parameter of a history query (zenoh-ext's
 // history queries carry it): the newest N samples; 0 when absent or bad.
@@ -133,25 +150,66 @@ func newHistoryMetrics(reg prometheus.Registerer) *historyMetrics {
 	return m
 }
 
-// declareHistory gives a TRANSIENT_LOCAL route its cache and queryable.
+// declareHistory gives a TRANSIENT_LOCAL route its cache, and makes the
+// route what both generations of zenoh-bridge-ros2dds query for history:
+//
+//   - a queryable on the route's key (zenoh-ext PublicationCache style,
+//     zenoh-bridge-ros2dds ≤ 1.5 and picobridge before the @adv layout);
+//   - an AdvancedPublisher with a cache (zenoh-bridge-ros2dds ≥ 1.6,
+//     advhistory.go): a queryable and a liveliness token on
+//     `<key>/@adv/pub/<zid>/uhlc/_`, answering on `<key>` with the
+//     samples' timestamps.
+//
+// Both answer the newest _max retained samples, oldest first; the
+// gateway's own history queries (historyQueryMarker) get nothing.
 func (b *ddsBridge) declareHistory(r *outRoute, depth int32) error {
 	r.hist = newHistoryCache(depth, b.s.gw.Routes().TransientLocalCacheMultiplier())
 	key := r.route.Key
-	qbl, err := b.s.data.DeclareQueryable(key, func(q *zenohpath.Query) {
-		if bytes.Equal(q.Attachment(), historyQueryMarker) {
+	own := historyQueryMarker(b.s.data.ZID())
+	answer := func(q *zenohpath.Query) {
+		if bytes.Equal(q.Attachment(), own) {
 			return // our own Zenoh → DDS route's query
 		}
-		items := r.hist.snapshot(maxParam(q.Parameters()))
-		for _, p := range items {
-			_ = q.Reply(key, p, nil)
+		if snBounded(q.Parameters()) {
+			return // a retransmission range: our samples carry no sequence numbers
+		}
+		items := r.hist.items2(maxParam(q.Parameters()))
+		for _, it := range items {
+			_ = q.Reply(key, it.p, &zenohpath.ReplyOptions{Timestamp: it.ts})
 		}
 		b.s.histStats.replayed.WithLabelValues("query").Add(float64(len(items)))
-	}, nil)
+	}
+	qbl, err := b.s.data.DeclareQueryable(key, answer, nil)
 	if err != nil {
 		return err
 	}
-	r.histQbl = qbl
+	adv := advPubKey(key, b.s.data.ZID())
+	aqbl, err := b.s.data.DeclareQueryable(adv, answer, nil)
+	if err != nil {
+		_ = qbl.Undeclare()
+		return err
+	}
+	tok, err := b.s.data.Liveliness().DeclareToken(adv)
+	if err != nil {
+		_ = qbl.Undeclare()
+		_ = aqbl.Undeclare()
+		return err
+	}
+	r.histQbl, r.histAdvQbl, r.histTok = qbl, aqbl, tok
 	return nil
+}
+
+// undeclareHistory ends what declareHistory declared.
+func (r *outRoute) undeclareHistory() {
+	if r.histQbl != nil {
+		_ = r.histQbl.Undeclare()
+	}
+	if r.histAdvQbl != nil {
+		_ = r.histAdvQbl.Undeclare()
+	}
+	if r.histTok != nil {
+		_ = r.histTok.Undeclare()
+	}
 }
 
 // replayTo starts replaying, to dev, the history of every TRANSIENT_LOCAL
@@ -209,61 +267,141 @@ func (g *historyGate) hold(smp zenohpath.Sample) bool {
 	return true
 }
 
-// queryHistory asks Zenoh for the newest depth samples on r's key (every
-// queryable: zenoh-ext publication caches, other gateways' history, our
-// own excepted), within services.queries_timeout.transient_local
-// (zenoh-bridge-ros2dds: queries_timeout.transient_local_subscribers),
-// writes them to r's DDS writer oldest first, then the live samples held
-// meanwhile except those the replies already carried (same timestamp, or
-// same payload when untimestamped).
+// queryHistory asks Zenoh for the newest depth samples on r's key, within
+// services.queries_timeout.transient_local (zenoh-bridge-ros2dds:
+// queries_timeout.transient_local_subscribers), with two gets sent at once:
+//
+//   - `<key>/@adv/**?_max=<depth>;_anyke`: what zenoh-ext's
+//     AdvancedSubscriber with history asks (zenoh-bridge-ros2dds ≥ 1.6,
+//     other picobridge gateways; advhistory.go);
+//   - `<key>?_max=<depth>`: PublicationCache-style queryables on the plain
+//     key (zenoh-bridge-ros2dds ≤ 1.5, zenoh-ext PublicationCache users).
+//
+// Every queryable but our own answers (target All). The replies of both
+// are written to r's DDS writer once each (the same timestamp, or the same
+// payload when untimestamped, is one sample), oldest first when all carry
+// a timestamp (else as they came), then the live samples held meanwhile
+// except those the replies already carried.
 func (b *ddsBridge) queryHistory(r *inRoute, g *historyGate) {
 	s := b.s
 	timeout := s.cfg.Services.QueriesTimeout.HistoryTimeout(r.route.Topic)
-	sel := r.route.Key + "?_max=" + strconv.Itoa(int(r.qos.Depth))
-	replies, err := s.data.Get(sel, &zenohpath.GetOptions{Target: zenohpath.QueryTargetAll, Timeout: timeout, Attachment: historyQueryMarker})
+	depth := int(r.qos.Depth)
+	opts := &zenohpath.GetOptions{Target: zenohpath.QueryTargetAll, Consolidation: zenohpath.ConsolidationModeNone,
+		Timeout: timeout, Attachment: historyQueryMarker(s.data.ZID())}
+	var chans []<-chan zenohpath.Reply
+	for _, sel := range []string{advHistorySelector(r.route.Key, depth), r.route.Key + "?_max=" + strconv.Itoa(depth)} {
+		replies, err := s.data.Get(sel, opts)
+		if err != nil {
+			s.log.Warn("TRANSIENT_LOCAL history query not sent", "topic", r.route.Topic, "selector", sel, "err", err)
+			continue
+		}
+		chans = append(chans, replies)
+	}
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		seenTS := map[zenohpath.Timestamp]bool{}
-		seenP := map[string]bool{}
-		n := 0
-		if err == nil {
-			for rep := range recvUntil(replies, b.done) {
-				smp, ok := rep.Ok()
-				if !ok || smp.Kind() != zenohpath.SampleKindPut {
-					continue
-				}
-				if ts, ok := smp.Timestamp(); ok {
-					seenTS[ts] = true
-				} else {
-					seenP[string(smp.Payload())] = true
-				}
-				b.writeIn(r, smp.Payload())
-				n++
+		seen := newHistorySeen()
+		var got []zenohpath.Sample
+		for rep := range recvUntil(mergeReplies(chans, b.done), b.done) {
+			if smp, ok := rep.Ok(); ok && smp.Kind() == zenohpath.SampleKindPut && seen.add(smp, false) {
+				got = append(got, smp)
 			}
-		} else {
-			s.log.Warn("TRANSIENT_LOCAL history query not sent", "topic", r.route.Topic, "key", r.route.Key, "err", err)
 		}
-		s.histStats.replayed.WithLabelValues("dds").Add(float64(n))
 		select {
 		case <-b.done:
 			return // the gateway stops: the writer is closing
 		default:
 		}
+		orderHistory(got)
+		for _, smp := range got {
+			b.writeIn(r, smp.Payload())
+		}
+		s.histStats.replayed.WithLabelValues("dds").Add(float64(len(got)))
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		for _, smp := range g.held {
-			if ts, ok := smp.Timestamp(); ok && seenTS[ts] {
-				continue
+			if seen.add(smp, true) {
+				b.writeIn(r, smp.Payload())
 			}
-			if seenP[string(smp.Payload())] {
-				continue
-			}
-			b.writeIn(r, smp.Payload())
 		}
 		g.held, g.pending = nil, false
-		s.log.Info("TRANSIENT_LOCAL history fetched from Zenoh for a DDS late joiner", "topic", r.route.Topic, "key", r.route.Key, "samples", n)
+		s.log.Info("TRANSIENT_LOCAL history fetched from Zenoh for a DDS late joiner", "topic", r.route.Topic, "key", r.route.Key, "samples", len(got))
 	}()
+}
+
+// historySeen is the samples a history fetch has written: by timestamp,
+// or by payload when untimestamped.
+type historySeen struct {
+	ts map[zenohpath.Timestamp]bool
+	p  map[string]bool
+}
+
+func newHistorySeen() *historySeen {
+	return &historySeen{ts: map[zenohpath.Timestamp]bool{}, p: map[string]bool{}}
+}
+
+// add records smp; false when it was seen already (an untimestamped one
+// only when byPayload: two replies may carry equal payloads).
+func (h *historySeen) add(smp zenohpath.Sample, byPayload bool) bool {
+	if ts, ok := smp.Timestamp(); ok {
+		if h.ts[ts] {
+			return false
+		}
+		h.ts[ts] = true
+		return true
+	}
+	k := string(smp.Payload())
+	if byPayload && h.p[k] {
+		return false
+	}
+	h.p[k] = true
+	return true
+}
+
+// orderHistory sorts replies oldest first by timestamp (time, then the
+// publisher's ID) when every one carries one; otherwise they stay as they
+// came (a cache answers oldest first).
+func orderHistory(got []zenohpath.Sample) {
+	for _, smp := range got {
+		if _, ok := smp.Timestamp(); !ok {
+			return
+		}
+	}
+	sort.SliceStable(got, func(i, j int) bool {
+		a, _ := got[i].Timestamp()
+		b, _ := got[j].Timestamp()
+		if a.Time != b.Time {
+			return a.Time < b.Time
+		}
+		return a.ZID.String() < b.ZID.String()
+	})
+}
+
+// mergeReplies is one channel of the replies of all chans, closed after
+// the last one's end; every channel is drained as its replies come (a
+// get's full channel would hold back the session's deliveries).
+// It stops when done closes.
+func mergeReplies(chans []<-chan zenohpath.Reply, done <-chan struct{}) <-chan zenohpath.Reply {
+	out := make(chan zenohpath.Reply, 64)
+	var wg sync.WaitGroup
+	for _, c := range chans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rep := range c {
+				select {
+				case out <- rep:
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	return out
 }
 
 // recvUntil yields the replies until the channel closes or done does (a
