@@ -141,7 +141,7 @@ type historyMetrics struct {
 func newHistoryMetrics(reg prometheus.Registerer) *historyMetrics {
 	m := &historyMetrics{replayed: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "picobridge", Subsystem: "dds", Name: "history_replayed_total",
-		Help: "Retained samples of TRANSIENT_LOCAL routes handed to late joiners, by how (device: through its batched lane; query: a Zenoh get on the route's key; dds: fetched from Zenoh for a Zenoh → DDS route and written to DDS).",
+		Help: "Retained samples of TRANSIENT_LOCAL routes handed to late joiners, by how (device: through its batched lane; query: a Zenoh get on the route's key or its AdvancedPublisher key <key>/@adv/pub/<zid>/uhlc/_, each reply counted; dds: fetched from Zenoh for a Zenoh → DDS route and written to DDS).",
 	}, []string{"to"})}
 	m.replayed.WithLabelValues("device")
 	m.replayed.WithLabelValues("query")
