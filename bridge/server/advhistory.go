@@ -58,6 +58,18 @@ func advHistorySelector(key string, depth int) string {
 // detect_late_publishers watches: every AdvancedPublisher on key.
 func advLivelinessKey(key string) string { return key + "/@adv/pub/**" }
 
+// advTokenZID is the zid chunk of an AdvancedPublisher token on key
+// (`<key>/@adv/pub/<zid>/…`, advanced_cache.rs ke_liveliness), "" when tok
+// is not one.
+func advTokenZID(key, tok string) string {
+	rest, ok := strings.CutPrefix(tok, key+"/@adv/pub/")
+	if !ok {
+		return ""
+	}
+	zid, _, _ := strings.Cut(rest, "/")
+	return zid
+}
+
 // snBounded reports whether params carry a bounded _sn range (a
 // retransmission query): zenoh-ext's cache then answers only samples with
 // source info, which the gateway's never have.

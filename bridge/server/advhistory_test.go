@@ -33,6 +33,13 @@ func TestAdvHistoryKeys(t *testing.T) {
 	require.False(t, keyexpr.Intersects("robot1/map/@adv/**", "robot1/map"), "our plain-key queryable does not answer @adv queries")
 }
 
+func TestAdvTokenZID(t *testing.T) {
+	require.Equal(t, "cab", advTokenZID("robot1/map", "robot1/map/@adv/pub/cab/uhlc/_"))
+	require.Equal(t, "cab", advTokenZID("robot1/map", "robot1/map/@adv/pub/cab/7/_"), "a sequenced publisher (eid)")
+	require.Equal(t, "", advTokenZID("robot1/map", "robot1/mapx/@adv/pub/cab/uhlc/_"))
+	require.Equal(t, "", advTokenZID("robot1/map", "robot1/map/@adv/sub/cab/uhlc/_"))
+}
+
 // snBounded: zenoh-ext's cache answers a bounded _sn range only with
 // samples that carry source info (advanced_cache.rs decode_sn_range).
 func TestAdvHistorySNParam(t *testing.T) {

@@ -61,6 +61,11 @@ type inRoute struct {
 	readers endpointSet                // the remote DDS readers (guarded by ddsBridge.mu)
 	samples atomic.Uint64
 	errors  atomic.Uint64
+	// TRANSIENT_LOCAL readers (history.go): the newest timestamp written
+	// per source, and the liveliness subscriber detecting late
+	// AdvancedPublishers; nil otherwise.
+	clock    *sourceClock
+	histLive *zenohpath.Subscriber
 }
 
 func startDDS(ctx context.Context, s *Server, cfg ddspath.Config) (*ddsBridge, error) {
@@ -211,6 +216,9 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 				return
 			}
 			_ = r.sub.Undeclare()
+			if r.histLive != nil {
+				_ = r.histLive.Undeclare()
+			}
 			undeclareToken(r.tok)
 			_ = r.writer.Close()
 			log.Info("route Zenoh → DDS removed (no DDS reader left)", "key", r.route.Key, "samples", r.samples.Load())
@@ -444,6 +452,7 @@ func (b *ddsBridge) newIn(e ddspath.Endpoint, route bridge.Route) (*inRoute, err
 	var gate *historyGate
 	if q.Durability == ddspath.TransientLocal {
 		gate = &historyGate{pending: true}
+		r.clock = newSourceClock()
 	}
 	r.sub, err = s.data.DeclareSubscriber(route.Key, func(smp zenohpath.Sample) {
 		if smp.Kind() != zenohpath.SampleKindPut {
@@ -452,6 +461,9 @@ func (b *ddsBridge) newIn(e ddspath.Endpoint, route bridge.Route) (*inRoute, err
 		if gate != nil && gate.hold(smp) {
 			return
 		}
+		if r.clock != nil {
+			r.clock.observe(smp)
+		}
 		b.writeIn(r, smp.Payload())
 	})
 	if err != nil {
@@ -459,6 +471,11 @@ func (b *ddsBridge) newIn(e ddspath.Endpoint, route bridge.Route) (*inRoute, err
 		return nil, err
 	}
 	if gate != nil {
+		if err := b.watchLatePublishers(r); err != nil {
+			_ = r.sub.Undeclare()
+			_ = w.Close()
+			return nil, err
+		}
 		b.queryHistory(r, gate)
 	}
 	return r, nil

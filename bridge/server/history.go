@@ -313,20 +313,122 @@ func (b *ddsBridge) queryHistory(r *inRoute, g *historyGate) {
 		default:
 		}
 		orderHistory(got)
+		n := 0
 		for _, smp := range got {
-			b.writeIn(r, smp.Payload())
+			if r.clock.admit(smp) { // a late publisher's fetch may have written it
+				b.writeIn(r, smp.Payload())
+				n++
+			}
 		}
-		s.histStats.replayed.WithLabelValues("dds").Add(float64(len(got)))
+		s.histStats.replayed.WithLabelValues("dds").Add(float64(n))
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		for _, smp := range g.held {
-			if seen.add(smp, true) {
+			if seen.add(smp, true) && r.clock.admit(smp) {
 				b.writeIn(r, smp.Payload())
 			}
 		}
 		g.held, g.pending = nil, false
-		s.log.Info("TRANSIENT_LOCAL history fetched from Zenoh for a DDS late joiner", "topic", r.route.Topic, "key", r.route.Key, "samples", len(got))
+		s.log.Info("TRANSIENT_LOCAL history fetched from Zenoh for a DDS late joiner", "topic", r.route.Topic, "key", r.route.Key, "samples", n)
 	}()
+}
+
+// watchLatePublishers is the AdvancedSubscriber's detect_late_publishers
+// (advanced_subscriber.rs: a liveliness subscriber on `<key>/@adv/pub/**`):
+// when an AdvancedPublisher's token appears after r's route (another
+// gateway or zenoh-bridge-ros2dds reachable only now), its cache is asked
+// for the newest depth samples (`<token key>?_max=<depth>;_anyke`), and
+// those newer than what r wrote from that source are written. Our own
+// token is skipped.
+func (b *ddsBridge) watchLatePublishers(r *inRoute) error {
+	own := b.s.data.ZID().String()
+	sub, err := b.s.data.Liveliness().DeclareSubscriber(advLivelinessKey(r.route.Key), func(tok zenohpath.Sample) {
+		if tok.Kind() != zenohpath.SampleKindPut || advTokenZID(r.route.Key, tok.KeyExpr()) == own {
+			return
+		}
+		b.fetchLate(r, tok.KeyExpr())
+	}, nil)
+	if err != nil {
+		return err
+	}
+	r.histLive = sub
+	return nil
+}
+
+// fetchLate gets a late AdvancedPublisher's cache (its token key tok) and
+// writes the samples newer than r's clock for their source.
+func (b *ddsBridge) fetchLate(r *inRoute, tok string) {
+	s := b.s
+	sel := tok + "?_max=" + strconv.Itoa(int(r.qos.Depth)) + ";_anyke"
+	replies, err := s.data.Get(sel, &zenohpath.GetOptions{Target: zenohpath.QueryTargetAll, Consolidation: zenohpath.ConsolidationModeNone,
+		Timeout: s.cfg.Services.QueriesTimeout.HistoryTimeout(r.route.Topic), Attachment: historyQueryMarker(s.data.ZID())})
+	if err != nil {
+		s.log.Warn("TRANSIENT_LOCAL history query not sent", "topic", r.route.Topic, "selector", sel, "err", err)
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		var got []zenohpath.Sample
+		for rep := range recvUntil(replies, b.done) {
+			if smp, ok := rep.Ok(); ok && smp.Kind() == zenohpath.SampleKindPut {
+				got = append(got, smp)
+			}
+		}
+		orderHistory(got)
+		n := 0
+		for _, smp := range got {
+			select {
+			case <-b.done:
+				return
+			default:
+			}
+			if r.clock.admit(smp) {
+				b.writeIn(r, smp.Payload())
+				n++
+			}
+		}
+		s.histStats.replayed.WithLabelValues("dds").Add(float64(n))
+		s.log.Info("TRANSIENT_LOCAL history fetched from a late Zenoh publisher", "topic", r.route.Topic, "publisher", tok, "samples", n, "replies", len(got))
+	}()
+}
+
+// sourceClock is the newest timestamp a TRANSIENT_LOCAL Zenoh → DDS route
+// wrote per source (the timestamp's ID), as zenoh-ext's AdvancedSubscriber
+// keeps last_delivered per timestamped source: a history sample not newer
+// is one the route wrote already.
+type sourceClock struct {
+	mu   sync.Mutex
+	last map[wire.ZID]uint64
+}
+
+func newSourceClock() *sourceClock { return &sourceClock{last: map[wire.ZID]uint64{}} }
+
+// observe records a live sample's timestamp.
+func (c *sourceClock) observe(smp zenohpath.Sample) {
+	ts, ok := smp.Timestamp()
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	c.last[ts.ZID] = max(c.last[ts.ZID], ts.Time)
+	c.mu.Unlock()
+}
+
+// admit reports whether a history sample is to be written (untimestamped,
+// or newer than its source's last) and records it.
+func (c *sourceClock) admit(smp zenohpath.Sample) bool {
+	ts, ok := smp.Timestamp()
+	if !ok {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ts.Time <= c.last[ts.ZID] {
+		return false
+	}
+	c.last[ts.ZID] = ts.Time
+	return true
 }
 
 // historySeen is the samples a history fetch has written: by timestamp,

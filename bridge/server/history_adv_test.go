@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 
 	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/zenohpath"
+	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
 // TestTransientLocalHistoryAdvRoundTrip: late joiners across Zenoh between
@@ -127,4 +130,86 @@ services:
 	require.Equal(t, 5.0, testutil.ToFloat64(b.histStats.replayed.WithLabelValues("dds")), "B wrote 5 history samples")
 	require.Equal(t, 10.0, testutil.ToFloat64(a.histStats.replayed.WithLabelValues("query"))-before,
 		"A answered 5 on each of its queryables (plain key and @adv)")
+}
+
+// TestTransientLocalHistoryLatePublisher: detect_late_publishers. A
+// TRANSIENT_LOCAL DDS reader's route exists; then a Zenoh AdvancedPublisher
+// (a Go client: cache queryable and token on `<key>/@adv/pub/abc123/uhlc/_`,
+// 3 samples timestamped by abc123) appears: the gateway asks its cache
+// (`_max=<depth>;_anyke`) and the reader gets the 3, oldest first; a live
+// sample of that source newer than them comes next; when the token comes
+// again (a reconnect), the cache is asked again and nothing already written
+// is written twice.
+func TestTransientLocalHistoryLatePublisher(t *testing.T) {
+	domain := svcDomain()
+	topic := "/tllate_" + testTag()
+	key := topic[1:]
+	s := startDDSServer(t, fmt.Sprintf(`
+zenoh: {listen: [tcp/127.0.0.1:0]}
+metrics: {listen: ""}
+dds: {domain: %d}
+services:
+  queries_timeout: {transient_local: 3s}
+`, domain))
+	p, err := ddspath.Open(ddspath.Config{DomainID: domain})
+	require.NoError(t, err)
+	defer p.Close()
+	rd, err := p.NewReader("rt"+topic, u32Type, ddspath.QoS{Reliability: ddspath.Reliable, History: ddspath.KeepLast, Depth: 5, Durability: ddspath.TransientLocal})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok := routeOf(s, topic, dirToDDS); return ok }, 30*time.Second, 20*time.Millisecond, "route Zenoh → DDS")
+
+	cli, err := zenohpath.Open(context.Background(), zenohpath.Config{Connect: s.Endpoints()})
+	require.NoError(t, err)
+	defer cli.Close()
+	src := wire.MustZID([]byte{0x23, 0xc1, 0xab})
+	require.Equal(t, "abc123", src.String())
+	adv := key + "/@adv/pub/abc123/uhlc/_"
+	var mu sync.Mutex
+	var params []string
+	_, err = cli.DeclareQueryable(adv, func(q *zenohpath.Query) {
+		mu.Lock()
+		params = append(params, q.Parameters())
+		mu.Unlock()
+		for i := range uint64(3) {
+			ts := zenohpath.Timestamp{Time: (i + 1) << 32, ZID: src}
+			_ = q.Reply(key, seqSample(100+uint32(i)), &zenohpath.ReplyOptions{Timestamp: &ts})
+		}
+	}, nil)
+	require.NoError(t, err)
+	tok, err := cli.Liveliness().DeclareToken(adv)
+	require.NoError(t, err)
+	var got []uint32
+	recv := func(want int) {
+		deadline := time.After(30 * time.Second)
+		for len(got) < want {
+			select {
+			case smp := <-rd.C():
+				got = append(got, binary.LittleEndian.Uint32(smp.CDR[4:]))
+			case <-deadline:
+				t.Fatalf("DDS reader got %v, want %d samples", got, want)
+			}
+		}
+	}
+	recv(3)
+	require.Equal(t, []uint32{100, 101, 102}, got, "the late publisher's cache, oldest first")
+	live := zenohpath.Timestamp{Time: 4 << 32, ZID: src}
+	require.NoError(t, cli.Put(key, seqSample(103), &zenohpath.PutOptions{Timestamp: &live}))
+	recv(4)
+	require.NoError(t, tok.Undeclare())
+	time.Sleep(200 * time.Millisecond)
+	_, err = cli.Liveliness().DeclareToken(adv)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(params) == 2 }, 20*time.Second, 20*time.Millisecond, "the token came again: asked again")
+	select {
+	case smp := <-rd.C():
+		t.Fatalf("got %v, then %d: written twice", got, binary.LittleEndian.Uint32(smp.CDR[4:]))
+	case <-time.After(time.Second):
+	}
+	require.Equal(t, []uint32{100, 101, 102, 103}, got)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range params {
+		require.Regexp(t, regexp.MustCompile(`^_max=\d+;_anyke$`), p)
+	}
+	require.Equal(t, 3.0, testutil.ToFloat64(s.histStats.replayed.WithLabelValues("dds")), "3 written from the cache, 3 skipped the second time")
 }
