@@ -59,16 +59,19 @@ func newROS2DDSGraph(s *Server) *graph {
 	return g
 }
 
-// ros2ddsQoS is the QoS chunk of a route's token: keyless (ROS topics have no
-// key), reliability, durability and history always written.
+// ros2ddsQoS is the QoS chunk of a route's token as the plugin writes it for
+// a Cyclone endpoint (measured against 1.10.2: ":1::0,200" for a RELIABLE
+// VOLATILE KEEP_LAST 200 writer or reader): keyless (ROS topics have no
+// key), reliability and history always written, durability only when not
+// VOLATILE (Cyclone's discovery data omits the default).
 func ros2ddsQoS(q ddspath.QoS, hash string) ros2.ROS2DDSQoS {
-	r := ros2.ROS2DDSQoS{HasReliability: true, Reliability: ros2.DDSReliable, HasDurability: true, Durability: ros2.DDSVolatile,
+	r := ros2.ROS2DDSQoS{HasReliability: true, Reliability: ros2.DDSReliable,
 		HasHistory: true, History: ros2.DDSKeepLast, Depth: int(q.Normalize().Depth)}
 	if q.Reliability == ddspath.BestEffort {
 		r.Reliability = ros2.DDSBestEffort
 	}
 	if q.Durability == ddspath.TransientLocal {
-		r.Durability = ros2.DDSTransientLocal
+		r.HasDurability, r.Durability = true, ros2.DDSTransientLocal
 	}
 	if q.History == ddspath.KeepAll {
 		r.History, r.Depth = ros2.DDSKeepAll, 0

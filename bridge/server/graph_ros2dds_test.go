@@ -25,7 +25,7 @@ func TestROS2DDSRouteTokens(t *testing.T) {
 		want                     string
 	}{
 		{ros2.EntityPublisher, "/chatter", "bot1/chatter", "std_msgs/msg/String", "", q,
-			"@/ab12/@ros2_lv/MP/bot1§chatter/std_msgs§msg§String/:1:0:0,7"},
+			"@/ab12/@ros2_lv/MP/bot1§chatter/std_msgs§msg§String/:1::0,7"},
 		{ros2.EntitySubscription, "/map", "map", "nav_msgs/msg/OccupancyGrid", "RIHS01_" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", tl,
 			"@/ab12/@ros2_lv/MS/map/nav_msgs§msg§OccupancyGrid/:0:1:0,1:typehash=RIHS01_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef;"},
 		{ros2.EntityServiceServer, "/add", "add", "example_interfaces/srv/AddTwoInts", "", svcQoS(nil),
