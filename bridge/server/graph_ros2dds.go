@@ -59,6 +59,17 @@ func newROS2DDSGraph(s *Server) *graph {
 	return g
 }
 
+// tokenQoS is the QoS a topic route's token carries: zenoh-bridge-ros2dds
+// announces the discovered DDS endpoint's (route_publisher.rs
+// announce_route(discovered_writer_qos), route_subscriber.rs likewise),
+// rmw_zenoh tokens the route's own (nil receiver: the route's).
+func (g *graph) tokenQoS(route, discovered ddspath.QoS) ddspath.QoS {
+	if g != nil && g.ros2dds {
+		return discovered
+	}
+	return route
+}
+
 // ros2ddsQoS is the QoS chunk of a route's token as the plugin writes it for
 // a Cyclone endpoint (measured against 1.10.2: ":1::0,200" for a RELIABLE
 // VOLATILE KEEP_LAST 200 writer or reader): keyless (ROS topics have no
