@@ -75,3 +75,31 @@ func TestROS2DDSTokenRejects(t *testing.T) {
 		require.True(t, errors.Is(err, ErrNotROS), "%+v: %v", tok, err)
 	}
 }
+
+// FuzzParseROS2DDSToken: hostile token keys never panic; a parsed token
+// that renders again parses to the same kind, bridge, type and QoS.
+func FuzzParseROS2DDSToken(f *testing.F) {
+	for _, s := range []string{
+		"@/a1b2/@ros2_lv", "@/a1b2/@ros2_lv/MP/bot1§chatter/std_msgs§msg§String/:1::0,10",
+		"@/z/@ros2_lv/MS/a§b/p§msg§T/:::1,-1:typehash=RIHS01_ab:c;", "@/z/@ros2_lv/AS/fib/example_interfaces§action§Fibonacci",
+		"@/z/@ros2_lv/SC/add/example_interfaces§srv§AddTwoInts", "@/z/@ros2_lv/MP/a/b/K:0:1:0,5",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		tok, err := ParseROS2DDSToken(key)
+		if err != nil {
+			return
+		}
+		again, err := tok.Key()
+		if err != nil {
+			return // e.g. a route chunk that is only '§'
+		}
+		back, err := ParseROS2DDSToken(again)
+		require.NoError(t, err, again)
+		require.Equal(t, tok.ZID, back.ZID)
+		require.Equal(t, tok.Kind, back.Kind)
+		require.Equal(t, tok.Type, back.Type)
+		require.Equal(t, tok.QoS, back.QoS)
+	})
+}
