@@ -297,17 +297,26 @@ func (ps *publications) of(topic string) []ddspath.GUID {
 // with a liveliness token, and the other bridge creates the DDS writer on its
 // domain and lists it under its own node on ros_discovery_info, as
 // `ros2 topic list` / `ros2 node info` would show. Runs in a network
-// namespace of its own; loopback only.
+// namespace of its own; loopback only. Twice: the gateway as zenohd's
+// client (zenoh.connect_as client, the default) and as a router
+// (connect_as router, a router↔router link as between two zenohd).
 func TestAnchorROS2DDSInterop(t *testing.T) {
 	anchors := anchortest.Dir(t)
 	if !netns.Run(t) {
 		return
 	}
-	domX := 140 + rand.IntN(40)
-	domY := domX + 50
+	domX := 140 + rand.IntN(20)
+	for i, as := range []string{"client", "router"} {
+		t.Run("connect_as="+as, func(t *testing.T) { ros2ddsInterop(t, anchors, as, domX+i*20, domX+i*20+50) })
+	}
+}
+
+// ros2ddsInterop is one run of TestAnchorROS2DDSInterop, the gateway dialling
+// zenohd with zenoh.connect_as as.
+func ros2ddsInterop(t *testing.T, anchors, as string, domX, domY int) {
 	z := anchortest.StartROS2DDS(t, anchortest.Options{Anchors: anchors, Domain: domY, Distro: "humble",
 		CycloneURI: ddspath.Config{DomainID: uint32(domY)}.XML()})
-	s := startDDSServer(t, fmt.Sprintf("zenoh:\n  listen: [tcp/127.0.0.1:0]\n  connect: [%s]\nmetrics:\n  listen: \"\"\ndds:\n  domain: %d\n  nodename: robot_a_gw\n", z.Endpoint(), domX))
+	s := startDDSServer(t, fmt.Sprintf("zenoh:\n  listen: [tcp/127.0.0.1:0]\n  connect: [%s]\n  connect_as: %s\nmetrics:\n  listen: \"\"\ndds:\n  domain: %d\n  nodename: robot_a_gw\n", z.Endpoint(), as, domX))
 
 	pX, err := ddspath.Open(ddspath.Config{DomainID: uint32(domX)})
 	require.NoError(t, err)
