@@ -198,7 +198,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 				log.Warn("DDS → Zenoh route not created", "err", err)
 				return
 			}
-			r.tok = b.s.graph.announce(ros2.EntityPublisher, topic, rosType, e.TypeHash, r.qos)
+			r.tok = b.s.graph.announce(ros2.EntityPublisher, topic, r.route.Key, rosType, e.TypeHash, b.s.graph.tokenQoS(r.qos, e.QoS))
 			b.mu.Lock()
 			b.out[e.Topic] = r
 			b.s.stats.routes.WithLabelValues(dirToZenoh).Inc()
@@ -238,7 +238,7 @@ func (b *ddsBridge) handle(e ddspath.Endpoint) {
 				log.Warn("Zenoh → DDS route not created", "err", err)
 				return
 			}
-			r.tok = b.s.graph.announce(ros2.EntitySubscription, topic, rosType, e.TypeHash, r.qos)
+			r.tok = b.s.graph.announce(ros2.EntitySubscription, topic, r.route.Key, rosType, e.TypeHash, b.s.graph.tokenQoS(r.qos, e.QoS))
 			b.mu.Lock()
 			b.in[e.Topic] = r
 			b.s.stats.routes.WithLabelValues(dirToDDS).Inc()

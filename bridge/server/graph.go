@@ -23,22 +23,30 @@ import (
 //
 // Tokens of other nodes (nano-ros devices, rmw_zenoh nodes) create the
 // matching DDS endpoints (graphin.go).
+//
+// With routes.key_style: plain the gateway speaks zenoh-bridge-ros2dds's
+// tokens instead (graph_ros2dds.go): the bridge token @/<zid>/@ros2_lv while
+// it runs, and one token per route in their format, so that a
+// zenoh-bridge-ros2dds on the same Zenoh network creates the DDS endpoints
+// of the gateway's routes on its own domain, as it does for another bridge
+// of its kind.
 
-// graph declares the gateway's rmw_zenoh liveliness tokens; nil when the
-// key style is plain.
+// graph declares the gateway's liveliness tokens: rmw_zenoh's
+// (routes.key_style: rmw_zenoh) or zenoh-bridge-ros2dds's (plain).
 type graph struct {
-	s      *zenohpath.Session
-	domain uint32
-	zid    string
-	ns     string
-	node   string
-	nextID atomic.Uint64 // entity ids after the node's 0
-	nodeTk *zenohpath.LivelinessToken
+	s       *zenohpath.Session
+	ros2dds bool // zenoh-bridge-ros2dds tokens (plain key style)
+	domain  uint32
+	zid     string
+	ns      string
+	node    string
+	nextID  atomic.Uint64 // entity ids after the node's 0
+	nodeTk  *zenohpath.LivelinessToken
 }
 
 func newGraph(s *Server) *graph {
 	if s.cfg.Routes.KeyStyle != bridge.KeyRmwZenoh {
-		return nil
+		return newROS2DDSGraph(s)
 	}
 	g := &graph{s: s.data, domain: uint32(s.cfg.DDS.Domain), zid: s.router.ZID().String(), ns: s.cfg.DDS.Namespace, node: s.cfg.DDS.Nodename}
 	key, err := ros2.LivelinessToken{Domain: g.domain, ZID: g.zid, Kind: ros2.EntityNode, Enclave: "/", Namespace: g.ns, Node: g.node}.Key()
@@ -68,11 +76,15 @@ func zenohQoS(q ddspath.QoS) ros2.ZenohQoS {
 	return z
 }
 
-// announce declares one entity token; the result's Undeclare removes it
-// (nil receiver safe: g nil or a token that could not be built → nil).
-func (g *graph) announce(kind ros2.EntityKind, name, rosType, hash string, q ddspath.QoS) *zenohpath.LivelinessToken {
+// announce declares one entity token for the route of ROS name name on
+// Zenoh key key; the result's Undeclare removes it (nil receiver safe: g nil
+// or a token that could not be built or has no counterpart → nil).
+func (g *graph) announce(kind ros2.EntityKind, name, key, rosType, hash string, q ddspath.QoS) *zenohpath.LivelinessToken {
 	if g == nil {
 		return nil
+	}
+	if g.ros2dds {
+		return g.announceROS2DDS(kind, name, key, rosType, hash, q)
 	}
 	key, err := ros2.LivelinessToken{Domain: g.domain, ZID: g.zid, NodeID: 0, EntityID: g.nextID.Add(1), Kind: kind,
 		Enclave: "/", Namespace: g.ns, Node: g.node, Topic: name, Type: rosType, TypeHash: hash, QoS: zenohQoS(q)}.Key()

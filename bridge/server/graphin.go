@@ -129,6 +129,9 @@ func (b *ddsBridge) watchGraph(events chan<- ddspath.Endpoint) (*zenohpath.Subsc
 	if g == nil {
 		return nil, nil
 	}
+	if g.ros2dds {
+		return b.watchROS2DDS(g, events) // graph_ros2dds.go
+	}
 	return g.s.Liveliness().DeclareSubscriber(fmt.Sprintf("%s/%d/**", ros2.LivelinessPrefix, g.domain), func(smp zenohpath.Sample) {
 		key := smp.KeyExpr()
 		alive := smp.Kind() == zenohpath.SampleKindPut

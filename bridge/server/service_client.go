@@ -82,7 +82,7 @@ func (c *svcClient) open(key string) error {
 	g := c.sv.b.p.GUID()
 	var tok *zenohpath.LivelinessToken
 	if t, err := ros2.ServiceTypeFromDDS(c.reqType); err == nil {
-		tok = c.sv.b.s.graph.announce(ros2.EntityServiceClient, c.name, t, "", svcQoS(nil))
+		tok = c.sv.b.s.graph.announce(ros2.EntityServiceClient, c.name, key, t, "", svcQoS(nil))
 	}
 	c.mu.Lock()
 	c.key, c.reqR, c.repW, c.tok = key, rd, w, tok

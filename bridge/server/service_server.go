@@ -113,7 +113,7 @@ func (r *svcServer) announce() {
 	if err != nil {
 		return
 	}
-	tok := r.sv.b.s.graph.announce(ros2.EntityServiceServer, r.name, t, "", svcQoS(nil))
+	tok := r.sv.b.s.graph.announce(ros2.EntityServiceServer, r.name, r.key, t, "", svcQoS(nil))
 	r.mu.Lock()
 	if r.tok != nil || r.reqW == nil {
 		r.mu.Unlock()

@@ -3,18 +3,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,106 +19,36 @@ import (
 	"github.com/picobridge/picobridge/bridge/server"
 	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/ddspath/rosbag/rosbagtest"
+	"github.com/picobridge/picobridge/internal/anchortest"
 	"github.com/picobridge/picobridge/internal/netns"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
-// needAnchors returns the folder of the anchor build (scripts/anchors.sh):
-// $PICOBRIDGE_ANCHORS with bin/zenohd and lib/libzenoh_plugin_ros2dds.so, or
-// skips the test saying what is missing.
-func needAnchors(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("PICOBRIDGE_ANCHORS")
-	if dir == "" {
-		t.Skip("SKIP: PICOBRIDGE_ANCHORS is unset: build zenohd and zenoh-plugin-ros2dds 1.10.2 with scripts/anchors.sh and export PICOBRIDGE_ANCHORS=$(bash scripts/anchors.sh --print)")
-	}
-	for _, f := range []string{"bin/zenohd", "lib/libzenoh_plugin_ros2dds.so"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Skipf("SKIP: %s missing in PICOBRIDGE_ANCHORS=%s (run scripts/anchors.sh)", f, dir)
-		}
-	}
-	return dir
-}
-
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 var replayedRE = regexp.MustCompile(`replayed (\d+) messages`)
-
-// lockedBuffer collects a child process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // anchorPlugin is a running zenohd with the ros2dds plugin and a Go Zenoh
 // client counting the samples the plugin publishes on "scan".
 type anchorPlugin struct {
-	log *lockedBuffer
+	log *anchortest.Log
 	got atomic.Int64
 }
 
 // startAnchorPlugin starts zenohd with zenoh-plugin-ros2dds on DDS domain
 // domain, ROS_DISTRO=distro ("" leaves it unset: the plugin assumes iron),
 // and the plugin's Cyclone on our loopback-unicast configuration
-// (CYCLONEDDS_URI); killed in t.Cleanup, its output logged on failure.
+// (CYCLONEDDS_URI) through internal/anchortest, then a Zenoh client on it
+// counting "scan".
 func startAnchorPlugin(t *testing.T, anchors string, domain int, distro string) *anchorPlugin {
 	t.Helper()
-	port := freeTCPPort(t)
-	a := &anchorPlugin{log: &lockedBuffer{}}
-	zenohd := exec.Command(filepath.Join(anchors, "bin/zenohd"), "--plugin-search-dir", filepath.Join(anchors, "lib"),
-		"-l", fmt.Sprintf("tcp/127.0.0.1:%d", port), "--no-multicast-scouting",
-		"--cfg", fmt.Sprintf("plugins/ros2dds/domain:%d", domain))
-	env := []string{"CYCLONEDDS_URI=" + ddspath.Config{DomainID: uint32(domain)}.XML(), "RUST_LOG=info,zenoh_plugin_ros2dds=debug"}
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "ROS_DISTRO=") && !strings.HasPrefix(e, "CYCLONEDDS_URI=") {
-			env = append(env, e)
-		}
-	}
-	if distro != "" {
-		env = append(env, "ROS_DISTRO="+distro)
-	}
-	zenohd.Env = env
-	zenohd.Stdout, zenohd.Stderr = a.log, a.log
-	require.NoError(t, zenohd.Start())
-	t.Cleanup(func() {
-		_ = zenohd.Process.Kill()
-		_ = zenohd.Wait()
-		if t.Failed() {
-			t.Logf("zenohd output:\n%s", a.log.String())
-		}
-	})
-	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(a.log.String(), "Successfully started plugin ros2dds"); {
-		out := a.log.String()
-		if i := strings.Index(out, "Plugin load failure"); i >= 0 {
-			require.FailNow(t, "zenohd could not load the ros2dds plugin (built by another rustc or zenoh version?)", "%s", out[i:])
-		}
-		require.True(t, time.Now().Before(deadline), "zenohd did not start the ros2dds plugin within 15 s")
-		time.Sleep(50 * time.Millisecond)
-	}
+	z := anchortest.StartROS2DDS(t, anchortest.Options{Anchors: anchors, Domain: domain, Distro: distro,
+		CycloneURI: ddspath.Config{DomainID: uint32(domain)}.XML()})
+	a := &anchorPlugin{log: z.Log}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var sess *zenohpath.Session
 	require.Eventually(t, func() bool {
 		var err error
-		sess, err = zenohpath.Open(ctx, zenohpath.Config{Connect: []string{fmt.Sprintf("tcp/127.0.0.1:%d", port)}})
+		sess, err = zenohpath.Open(ctx, zenohpath.Config{Connect: []string{z.Endpoint()}})
 		return err == nil
 	}, 15*time.Second, 100*time.Millisecond, "zenohd does not accept")
 	t.Cleanup(func() { _ = sess.Close() })
@@ -140,14 +64,7 @@ func startAnchorPlugin(t *testing.T, anchors string, domain int, distro string) 
 
 // pluginLines are the plugin's log lines about nodes and routes.
 func (a *anchorPlugin) pluginLines() []string {
-	ansi := regexp.MustCompile("\x1b\\[[0-9;]*m")
-	var out []string
-	for _, l := range strings.Split(ansi.ReplaceAllString(a.log.String(), ""), "\n") {
-		if strings.Contains(l, "ROS Node") || strings.Contains(l, "Route Publisher") || strings.Contains(l, "ros_discovery_info") {
-			out = append(out, l)
-		}
-	}
-	return out
+	return a.log.Lines("ROS Node", "Route Publisher", "ros_discovery_info")
 }
 
 // TestAnchorROS2DDSRoutesBagReplay (opt-in: PICOBRIDGE_ANCHORS): zenohd
@@ -168,7 +85,7 @@ func (a *anchorPlugin) pluginLines() []string {
 // plugin's Cyclone gets our loopback-unicast configuration through
 // CYCLONEDDS_URI: no multicast on any interface.
 func TestAnchorROS2DDSRoutesBagReplay(t *testing.T) {
-	anchors := needAnchors(t)
+	anchors := anchortest.Dir(t)
 	bag := rosbagtest.MumbleBag(t, "no_loop_room")
 	if !netns.Run(t) {
 		return
@@ -221,7 +138,7 @@ func TestAnchorROS2DDSRoutesBagReplay(t *testing.T) {
 // gateway's Zenoh side is not connected to zenohd (the two bridges would
 // loop /scan through each other).
 func TestAnchorROS2DDSSeesGatewayNode(t *testing.T) {
-	anchors := needAnchors(t)
+	anchors := anchortest.Dir(t)
 	bag := rosbagtest.MumbleBag(t, "no_loop_room")
 	if !netns.Run(t) {
 		return
