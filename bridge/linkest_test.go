@@ -43,8 +43,10 @@ func (k *simLink) signal(demand bool) linkSignal {
 
 // run drives a learner against k for d with an always-backlogged sender
 // (unpaced: it offers twice the link), 1 ms steps, readings every 50 ms,
-// probes every 200 ms; at each step it calls at (for rate steps). It
-// returns the probe delays seen (the queue an express sample meets) and
+// probes every 200 ms (the classifier's) and the extra ones the learner
+// asks for after a reading; at each step it calls at (for rate steps). It
+// returns the delays the 200 ms probes saw (the queue an express sample
+// meets) and
 // the bytes delivered, per second of the run.
 func run(t *testing.T, l *linkLearner, k *simLink, d time.Duration, at func(time.Duration)) (delays []time.Duration, perSec []float64) {
 	t.Helper()
@@ -69,6 +71,9 @@ func run(t *testing.T, l *linkLearner, k *simLink, d time.Duration, at func(time
 		sec += min(before+take, k.rate*dt.Seconds()) // drained toward the device
 		if e%(50*time.Millisecond) == 0 {
 			l.update(now, k.signal(true))
+			if l.wantProbe(now) { // as Device.learnLink: faster feedback
+				l.probe(k.base+k.delay(), now)
+			}
 		}
 		if (e+dt)%time.Second == 0 {
 			perSec = append(perSec, sec)
@@ -101,6 +106,22 @@ func TestLinkLearnerSettlesBelowTheLink(t *testing.T) {
 	require.InDelta(t, k.rate, l.status().RateBytesPerS, 0.15*k.rate)
 	require.Positive(t, l.status().Decreases)
 	require.Positive(t, l.status().Increases)
+}
+
+// At 10 Mbit/s (egressbench d's link) with the same 256 KiB queue: from
+// the 2nd second the probes' queue delay stays ≤ 10 ms at the 99th
+// percentile (issue 30's goal there) and the link is ≥ 90 % used. (Two
+// probes in a row above the target before every decrease, not only the
+// first, gave 13 ms.)
+func TestLinkLearnerSettles10Mbit(t *testing.T) {
+	l := &linkLearner{}
+	l.configure(2*time.Millisecond, 16384, 0)
+	k := &simLink{rate: 1.25e6, qmax: 256 << 10, base: 500 * time.Microsecond}
+	delays, perSec := run(t, l, k, 20*time.Second, nil)
+	require.LessOrEqual(t, p99(delays[10:]), 10*time.Millisecond)
+	for i, b := range perSec[2:] {
+		require.GreaterOrEqual(t, b, 0.9*k.rate, "second %d", i+2)
+	}
 }
 
 // A rate step 100 → 10 Mbit/s: within 2 s the probes' queue delay is back
