@@ -88,7 +88,7 @@ func (d *Device) learnLink(now time.Time) {
 		return
 	}
 	d.learnSent = sent
-	sig := linkSignal{Demand: d.link.backlogBytes() > 0}
+	sig := linkSignal{Demand: d.link.backlogBytes() > 0, Sent: sent}
 	if !sig.Demand {
 		held, _ := d.egress().batchedHeld()
 		sig.Demand = held

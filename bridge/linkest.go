@@ -33,8 +33,9 @@ import (
 // et al. 2008): unpaced until the first sign of a queue; on a sign of a
 // queue (delay above policy.link.target_delay, or receive-window stalls in
 // ≥ 10 % of the interval) while the gateway had bytes waiting for the link
-// within the last 2 × learnHold (else the queue is not ours, or the reading
-// is noise), the rate drops to learnDecrease × itself — × the acknowledged
+// within the last 2 × learnHold and the traffic of the last second reached
+// the floor (else the queue is not ours, or the reading is noise: jitter,
+// a loss repaired by a retransmission timeout; trafficRate), the rate drops to learnDecrease × itself — × the acknowledged
 // rate for the first queue, and at most × the acknowledged rate of a
 // reading that stalled half the time (the link's own rate) — then holds for learnHold
 // so the next reading reflects the drop; when the queue is deeper than
@@ -60,6 +61,9 @@ type linkSignal struct {
 	Acked       uint64
 	RwndLimited time.Duration
 	MinRTT      time.Duration // tcpi_min_rtt, for status
+	// Sent is the bytes the lanes handed to the link so far (cumulative,
+	// probes excluded): the traffic.
+	Sent uint64
 	// Demand: the gateway held bytes for the device at the reading.
 	Demand bool
 }
@@ -155,6 +159,10 @@ type linkLearner struct {
 	// ackedMax is the acknowledged rate's peak, halving every 0.5 s.
 	hist     []learnReading
 	ackedMax float64
+	// sentMarks are the readings' Sent over the last trafficWindow;
+	// appLimited: the traffic over it was below the floor (trafficRate).
+	sentMarks  []sentMark
+	appLimited bool
 	// fastAt is when the last extra probe was asked for (wantProbe);
 	// above counts the fresh probes in a row above the target.
 	fastAt time.Time
@@ -259,6 +267,7 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 	prev := l.rate
 	if !l.started || (s.TCP && s.Acked < l.last.Acked) {
 		l.started, l.lastAt, l.last = true, now, s
+		l.sentMarks = append(l.sentMarks[:0], sentMark{now, s.Sent})
 		return l.rate, false
 	}
 	dt := now.Sub(l.lastAt).Seconds()
@@ -282,6 +291,7 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 		l.probeFresh = false
 	}
 	l.lastAt, l.last = now, s
+	l.appLimited = l.floor > 0 && l.trafficRate(now, s.Sent) < l.floor
 	// The largest acknowledged rate of the last second or so (a burst
 	// acknowledged within one reading): the rate to start from when none
 	// is learned yet, not the quiet reading after the burst.
@@ -326,10 +336,12 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 			l.st.Decreases++
 		}
 	case queue:
-		if now.Before(l.holdUntil) || now.Sub(l.demandAt) > 2*learnHold {
+		if now.Before(l.holdUntil) || now.Sub(l.demandAt) > 2*learnHold || l.appLimited {
 			// Held, or the gateway had nothing waiting for the link
-			// lately: the queue is not ours (or a noisy reading), and the
-			// acknowledged rate is the traffic's, not the link's.
+			// lately, or its traffic stayed below the floor: the queue is
+			// not ours (or a noisy reading: jitter, a loss repaired by a
+			// retransmission timeout), and the acknowledged rate is the
+			// traffic's, not the link's.
 			break
 		}
 		if l.rate == 0 && stall < learnStall && l.above < 2 {
@@ -421,6 +433,40 @@ func (l *linkLearner) stalledRate(now time.Time, s linkSignal) float64 {
 	return float64(s.Acked-old.acked) / dt.Seconds()
 }
 
+// trafficWindow is the span of the traffic rate that tells an app-limited
+// device (trafficRate).
+const trafficWindow = time.Second
+
+type sentMark struct {
+	at   time.Time
+	sent uint64
+}
+
+// trafficRate records the reading's Sent and returns the bytes the lanes
+// handed to the link over the last trafficWindow, per second of the window
+// (the first window counts from the first reading: a start is not
+// app-limited only because it is short). Below the floor
+// (policy.link.min_bytes_per_s, the least learned rate) the traffic is
+// app-limited: it cannot have built a queue that a learned rate would
+// shorten, so what the probes show is the link's own delay (jitter, a loss
+// repaired by a retransmission timeout, other traffic): no decrease and no
+// extra probe — the BBR rule that app-limited samples lower no estimate
+// (Cardwell et al. 2016). Measured: the demo's esp1 (3 Hz of 1.5 kB on
+// linkemu "moderate"). Caller holds mu.
+func (l *linkLearner) trafficRate(now time.Time, sent uint64) float64 {
+	l.sentMarks = append(l.sentMarks, sentMark{now, sent})
+	i := 0
+	for i < len(l.sentMarks)-1 && now.Sub(l.sentMarks[i+1].at) >= trafficWindow {
+		i++
+	}
+	l.sentMarks = l.sentMarks[i:]
+	old := l.sentMarks[0]
+	if sent < old.sent {
+		return 0
+	}
+	return float64(sent-old.sent) / max(now.Sub(old.at), trafficWindow).Seconds()
+}
+
 // noDelay marks a drain whose queue no probe has measured yet.
 const noDelay = time.Duration(1<<63 - 1)
 
@@ -464,7 +510,7 @@ const learnFastProbe = 50 * time.Millisecond
 func (l *linkLearner) wantProbe(now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	learning := l.rate == 0 && !l.demandAt.IsZero() && now.Sub(l.demandAt) < time.Second
+	learning := l.rate == 0 && !l.demandAt.IsZero() && now.Sub(l.demandAt) < time.Second && !l.appLimited
 	if !(learning || l.resume > 0) || now.Sub(l.fastAt) < learnFastProbe {
 		return false
 	}

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -37,13 +38,15 @@ func (k *simLink) delay() time.Duration {
 }
 
 func (k *simLink) signal(demand bool) linkSignal {
-	return linkSignal{TCP: true, Acked: k.acked, RwndLimited: k.stalled, MinRTT: k.base, Demand: demand}
+	return linkSignal{TCP: true, Acked: k.acked, Sent: k.acked, RwndLimited: k.stalled, MinRTT: k.base, Demand: demand}
 }
 
 // run drives a learner against k for d with an always-backlogged sender
 // (unpaced: it offers twice the link), 1 ms steps, readings every 50 ms,
-// probes every 200 ms; at each step it calls at (for rate steps). It
-// returns the probe delays seen (the queue an express sample meets) and
+// probes every 200 ms (the classifier's) and the extra ones the learner
+// asks for after a reading; at each step it calls at (for rate steps). It
+// returns the delays the 200 ms probes saw (the queue an express sample
+// meets) and
 // the bytes delivered, per second of the run.
 func run(t *testing.T, l *linkLearner, k *simLink, d time.Duration, at func(time.Duration)) (delays []time.Duration, perSec []float64) {
 	t.Helper()
@@ -68,6 +71,9 @@ func run(t *testing.T, l *linkLearner, k *simLink, d time.Duration, at func(time
 		sec += min(before+take, k.rate*dt.Seconds()) // drained toward the device
 		if e%(50*time.Millisecond) == 0 {
 			l.update(now, k.signal(true))
+			if l.wantProbe(now) { // as Device.learnLink: faster feedback
+				l.probe(k.base+k.delay(), now)
+			}
 		}
 		if (e+dt)%time.Second == 0 {
 			perSec = append(perSec, sec)
@@ -100,6 +106,22 @@ func TestLinkLearnerSettlesBelowTheLink(t *testing.T) {
 	require.InDelta(t, k.rate, l.status().RateBytesPerS, 0.15*k.rate)
 	require.Positive(t, l.status().Decreases)
 	require.Positive(t, l.status().Increases)
+}
+
+// At 10 Mbit/s (egressbench d's link) with the same 256 KiB queue: from
+// the 2nd second the probes' queue delay stays ≤ 10 ms at the 99th
+// percentile (issue 30's goal there) and the link is ≥ 90 % used. (Two
+// probes in a row above the target before every decrease, not only the
+// first, gave 13 ms.)
+func TestLinkLearnerSettles10Mbit(t *testing.T) {
+	l := &linkLearner{}
+	l.configure(2*time.Millisecond, 16384, 0)
+	k := &simLink{rate: 1.25e6, qmax: 256 << 10, base: 500 * time.Microsecond}
+	delays, perSec := run(t, l, k, 20*time.Second, nil)
+	require.LessOrEqual(t, p99(delays[10:]), 10*time.Millisecond)
+	for i, b := range perSec[2:] {
+		require.GreaterOrEqual(t, b, 0.9*k.rate, "second %d", i+2)
+	}
 }
 
 // A rate step 100 → 10 Mbit/s: within 2 s the probes' queue delay is back
@@ -172,7 +194,7 @@ func TestLinkLearnerFirstQueueDrains(t *testing.T) {
 	l := &linkLearner{}
 	l.configure(2*time.Millisecond, 16384, 0)
 	t0 := time.Unix(0, 0)
-	s := linkSignal{TCP: true, Acked: 1000, Demand: true}
+	s := linkSignal{TCP: true, Acked: 1000, Sent: 1000, Demand: true}
 	l.update(t0, s)
 	l.probe(time.Millisecond, t0)
 	l.probe(50*time.Millisecond, t0.Add(20*time.Millisecond))
@@ -180,14 +202,17 @@ func TestLinkLearnerFirstQueueDrains(t *testing.T) {
 	require.Zero(t, r, "one probe above the target is not enough to start pacing")
 	l.probe(50*time.Millisecond, t0.Add(40*time.Millisecond))
 	s.Acked += 50000
+	s.Sent += 50000
 	r, changed := l.update(t0.Add(50*time.Millisecond), s)
 	require.True(t, changed)
 	require.InDelta(t, 0.5e6, r, 1)
 	s.Acked += 25000
+	s.Sent += 25000
 	l.probe(40*time.Millisecond, t0.Add(90*time.Millisecond)) // shrinking: no cut
 	r, _ = l.update(t0.Add(100*time.Millisecond), s)
 	require.InDelta(t, 0.5e6, r, 1)
 	s.Acked += 25000
+	s.Sent += 25000
 	l.probe(2*time.Millisecond, t0.Add(140*time.Millisecond))
 	r, _ = l.update(t0.Add(150*time.Millisecond), s)
 	require.InDelta(t, 1.8e6, r, 1)
@@ -195,9 +220,10 @@ func TestLinkLearnerFirstQueueDrains(t *testing.T) {
 	require.Equal(t, time.Millisecond, l.status().ProbeMinRTT)
 }
 
-// Extra probes: none before any demand; every learnFastProbe while no rate
-// is learned and the gateway has bytes waiting; none once a rate is
-// learned without a drain.
+// Extra probes: none before any demand, nor while the traffic of the last
+// second is below the floor; every learnFastProbe while no rate is learned
+// and the gateway has bytes waiting; none once a rate is learned without a
+// drain.
 func TestLinkLearnerWantsProbes(t *testing.T) {
 	l := &linkLearner{}
 	l.configure(2*time.Millisecond, 16384, 0)
@@ -205,10 +231,115 @@ func TestLinkLearnerWantsProbes(t *testing.T) {
 	require.False(t, l.wantProbe(t0), "no demand yet")
 	s := linkSignal{TCP: true, Acked: 1, Demand: true}
 	l.update(t0, s)
+	l.update(t0.Add(5*time.Millisecond), s)
+	require.False(t, l.wantProbe(t0.Add(5*time.Millisecond)), "traffic below the floor")
+	s.Sent = 16384 // a second's floor
 	l.update(t0.Add(10*time.Millisecond), s)
 	require.True(t, l.wantProbe(t0.Add(10*time.Millisecond)))
 	require.False(t, l.wantProbe(t0.Add(40*time.Millisecond)), "within learnFastProbe")
 	require.True(t, l.wantProbe(t0.Add(60*time.Millisecond)))
 	l.configure(2*time.Millisecond, 16384, 1e6) // a rate (the ceiling), no drain
 	require.False(t, l.wantProbe(t0.Add(200*time.Millisecond)))
+}
+
+// lossyLink is the demo's impaired esp1 link (eval/linkemu profile
+// "moderate") in synthetic time: no rate limit, 40 ms to the device and
+// 60 ms back with 15 ms of jitter each way, and a lost unit costs a
+// retransmission timeout (300 ms, doubling while the retransmission is
+// lost too) during which everything behind it waits (head-of-line), as
+// linkemu repairs every loss. TCP acknowledges each unit at once (linkemu
+// is a proxy), so only the probes see the delay.
+type lossyLink struct {
+	rng     *rand.Rand
+	loss    float64
+	release time.Time // the last unit's arrival at the device
+	units   int       // units sent toward the device
+	stalls  int       // units whose first transmission was lost
+}
+
+// send puts one unit on the link at now and returns its arrival at the
+// device.
+func (k *lossyLink) send(now time.Time) time.Time {
+	k.units++
+	at := now.Add(40*time.Millisecond + time.Duration(k.rng.NormFloat64()*float64(15*time.Millisecond)))
+	if k.rng.Float64() < k.loss {
+		k.stalls++
+		for rto := 300 * time.Millisecond; ; rto *= 2 {
+			at = at.Add(rto)
+			if k.rng.Float64() >= k.loss {
+				break
+			}
+		}
+	}
+	if at.Before(k.release) {
+		at = k.release // in order: behind the unit before it
+	}
+	k.release = at
+	return at
+}
+
+// The demo's esp1 (issue 30: with learn on, p99 1.29–1.49 s instead of
+// 0.67–0.71 s and full-ring drops): demoted to NONCRITICAL, it gets a
+// 1.5 kB /scan sample at 3 Hz (4.6 kB/s, below policy.link.min_bytes_per_s)
+// through the batched lane, so at most readings a sample waits for the
+// 50 ms flush (demand). The link's jitter and its RTO stalls put every
+// probe 10–2000 ms above the probes' minimum: the learner took that for
+// a queue it built, never left learning, and asked for an extra probe
+// every 50 ms for the whole run — 20 more packets a second on a link
+// where each packet is lost with 5 % and then stalls everything behind it
+// for ≥ 300 ms — and, after a stall, paced at 0.9 × the traffic's own
+// rate. Traffic below the floor cannot be what fills a queue the learned
+// rate could shorten (the rate never goes below the floor): no extra
+// probes and no decrease, the link stays unpaced as with estimate: off.
+func TestLinkLearnerAppLimitedLossyLink(t *testing.T) {
+	l := &linkLearner{}
+	l.configure(2*time.Millisecond, 16384, 0)
+	k := &lossyLink{rng: rand.New(rand.NewPCG(7, 30)), loss: 0.054}
+	t0 := time.Unix(0, 0)
+	const sample = 1504 + 16 + 4 // /scan and its MessageOverhead
+	var acked, sent uint64
+	var pending bool
+	extra := 0
+	var pongs []timedRTT // answers in flight: at is their arrival
+	ping := func(now time.Time) {
+		back := k.send(now).Add(60*time.Millisecond + time.Duration(k.rng.NormFloat64()*float64(15*time.Millisecond)))
+		if back.Before(now.Add(time.Millisecond)) {
+			back = now.Add(time.Millisecond)
+		}
+		if n := len(pongs); n > 0 && back.Before(pongs[n-1].at) {
+			back = pongs[n-1].at // the way back is in order too
+		}
+		pongs = append(pongs, timedRTT{back, back.Sub(now)})
+	}
+	for e := time.Duration(0); e < 60*time.Second; e += time.Millisecond {
+		now := t0.Add(e)
+		if e%(333*time.Millisecond) == 0 {
+			pending = true // a sample admitted by the 3 Hz bucket, flushed at the next tick
+		}
+		if e%(50*time.Millisecond) == 0 {
+			l.update(now, linkSignal{TCP: true, Acked: acked, Sent: sent, Demand: pending})
+			if l.wantProbe(now) {
+				extra++
+				ping(now)
+			}
+		}
+		if e%(50*time.Millisecond) == 25*time.Millisecond && pending { // the flush: 2 units (1 KiB batches)
+			k.send(now)
+			k.send(now)
+			acked += sample
+			sent += sample
+			pending = false
+		}
+		if e%(200*time.Millisecond) == 0 { // the classifier's probe
+			ping(now)
+		}
+		for len(pongs) > 0 && !pongs[0].at.After(now) {
+			l.probe(pongs[0].rtt, now)
+			pongs = pongs[1:]
+		}
+	}
+	require.Positive(t, k.stalls, "the link stalled")
+	require.Zero(t, extra, "extra probes (the classifier's: 300)")
+	require.Zero(t, l.status().Decreases)
+	require.Zero(t, l.status().RateBytesPerS)
 }

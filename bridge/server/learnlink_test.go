@@ -36,7 +36,7 @@ type learnCase struct {
 // learnRun publishes 48 B critical samples at 50 Hz (the express lane)
 // and bulk samples at 10 Hz (batched lane, best effort) to one device
 // behind linkemu with a 256 KiB bottleneck queue, with the default
-// configuration but policy.link.estimate: learn (nothing about the link
+// configuration (policy.link.estimate: learn; nothing about the link
 // configured), and returns the express latencies of the samples sent from
 // c.from on, the express samples lost, and the share of the bulk samples
 // sent from c.from on that arrived.
@@ -50,8 +50,6 @@ routes:
 devices:
   list:
     - {name: dev, platform: posix, env: {NROS_ZENOH_FRAG_MAX_SIZE: "4194304", NROS_ZENOH_SUBSCRIBER_BUFFER_SIZE: "4194304", NROS_ZENOH_SUBSCRIBER_RING_DEPTH: "16"}}
-policy:
-  link: {estimate: learn}
 supervisor:             # a loaded test machine must not suspend lanes
   degraded: {lag: 2s}
   emergency: {lag: 5s}
@@ -152,6 +150,7 @@ metrics:
 	}
 	slices.Sort(lat)
 	st := g.Devicez(bridge.DevicezOptions{Device: "dev"}).Devices[0]
+	require.NotNil(t, st.Link.Learned, "policy.link.estimate: learn is the default")
 	t.Logf("link %v→%v: express %d/%d p50 %v p99 %v max %v; bulk %d/%d; learned %+v", c.link, c.stepTo,
 		len(expressAt), sentCrit, lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1], bulkGot, sentBulk, *st.Link.Learned)
 	return lat, sentCrit - len(expressAt), float64(bulkGot) / float64(sentBulk)
