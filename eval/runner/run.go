@@ -51,6 +51,15 @@ func plan(cfg Config) []spec {
 		}
 	}
 	add("exp3", "picobridge", append(Levels[:len(Levels):len(Levels)], "toggle"), ddsMissing(), pb(bridgeFull))
+	if cfg.wants(ROS2DDSExp) {
+		for _, l := range ROS2DDSLevels {
+			if len(cfg.Levels) > 0 && !slices.Contains(cfg.Levels, l) {
+				continue
+			}
+			out = append(out, spec{run: ROS2DDSExp + "-" + l, exp: ROS2DDSExp, system: "ros2dds", level: l, missing: anchorsMissing(),
+				fn: func(ctx context.Context, cfg Config, res *Result) error { return runROS2DDS(ctx, cfg, l, res) }})
+		}
+	}
 	add("exp4", "picobridge-noclassifier", []string{"moderate"}, ddsMissing(), pb(bridgeNoClassifier))
 	add("exp5", "split", Levels, ddsMissing(), dds(variantSplit))
 	add("exp6", "hop", []string{"clean"}, ddsMissing(), pb(bridgeHop))
@@ -66,6 +75,7 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 	}
 	cfg.hostStart = hostLine()
 	var results []*Result
+	skipped := map[string]bool{} // experiments whose skip was logged (one line for all their runs)
 	for _, s := range plan(cfg) {
 		res := &Result{Run: s.run, Exp: s.exp, System: s.system, Level: s.level, Missing: s.missing, Cotenant: cfg.Cotenant}
 		if res.Missing == "" {
@@ -85,6 +95,11 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 				row := Summarize(res)
 				cfg.Log("picoeval: %s done in %v: %s", s.run, time.Since(t0).Round(time.Second), oneLine(row))
 			}
+		} else if s.exp == ROS2DDSExp {
+			if !skipped[s.exp] {
+				cfg.Log("picoeval: %s: skipped, %s", s.exp, res.Missing)
+			}
+			skipped[s.exp] = true
 		} else {
 			cfg.Log("picoeval: %s not run (%s)", s.run, res.Missing)
 		}

@@ -221,7 +221,7 @@ var (
 )
 
 // systemOrder fixes the order of systems in plots.
-var systemOrder = []string{"dds-fastdds", "dds-cyclone", "zenoh-router", "picobridge", "picobridge-noclassifier", "split"}
+var systemOrder = []string{"dds-fastdds", "dds-cyclone", "zenoh-router", "ros2dds", "picobridge", "picobridge-noclassifier", "split"}
 
 func writePlots(dir string, rows []Row) ([]string, error) {
 	var plots []string
