@@ -143,3 +143,36 @@ func TestSmokeROS2DDS(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(sum), "| ros2dds-strong | ros2dds | strong |")
 }
+
+// The side-by-side table: per level, ros2dds before picobridge, delivered/attempted over
+// every attempt (a failed write counts against both devices), the devices that missed;
+// toggle runs and other systems stay out; no table without a ros2dds run beside another.
+func TestSideBySide(t *testing.T) {
+	pb := synthetic("exp3-picobridge-clean", "picobridge", "clean")
+	rd := synthetic("ros2dds-clean", "ros2dds", "clean")
+	rd.Attempts = append(rd.Attempts, measure.Attempt{Seq: 300, Err: true})
+	rd.Load = [2]float64{1.5, 2.25}
+	rows := []Row{Summarize(pb), Summarize(rd), Summarize(synthetic("exp3-picobridge-toggle", "picobridge", "toggle")),
+		Summarize(synthetic("exp1-dds-cyclone-clean", "dds-cyclone", "clean")), Summarize(&Result{Run: "ros2dds-mild", System: "ros2dds", Level: "mild", Missing: "x"})}
+	var b strings.Builder
+	writeSideBySide(&b, rows)
+	lines := strings.Split(b.String(), "\n")
+	require.Equal(t, "## Side by side: same publisher, same devices", lines[0])
+	var table []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "| clean") || strings.HasPrefix(l, "| toggle") || strings.HasPrefix(l, "| mild") {
+			table = append(table, l)
+		}
+	}
+	require.Equal(t, []string{
+		"| clean | ros2dds | 30.1 Hz | 1.00 ms | 1.00 ms | 1.00 ms | 300/301 | 150/301 | crit, slow | — | 1.50–2.25 |",
+		"| clean | picobridge | 30.0 Hz | 1.00 ms | 1.00 ms | 1.00 ms | 300/300 | 150/300 | slow | — | 0.00–0.00 |",
+	}, table)
+
+	b.Reset()
+	writeSideBySide(&b, rows[:1])
+	require.Empty(t, b.String(), "picobridge alone: no table")
+	b.Reset()
+	writeSideBySide(&b, rows[1:2])
+	require.Empty(t, b.String(), "ros2dds alone: no table")
+}
