@@ -176,3 +176,21 @@ func TestSideBySide(t *testing.T) {
 	writeSideBySide(&b, rows[1:2])
 	require.Empty(t, b.String(), "ros2dds alone: no table")
 }
+
+// With exp3, each ros2dds run follows exp3's run at its level (both meet the same host
+// load); alone, the ros2dds runs in level order; --levels restricts both.
+func TestPlanROS2DDSInterleaved(t *testing.T) {
+	names := func(cfg Config) []string {
+		var out []string
+		for _, s := range plan(cfg) {
+			out = append(out, s.run)
+		}
+		return out
+	}
+	require.Equal(t, []string{"exp3-picobridge-clean", "ros2dds-clean", "exp3-picobridge-mild", "ros2dds-mild",
+		"exp3-picobridge-moderate", "ros2dds-moderate", "exp3-picobridge-strong", "ros2dds-strong", "exp3-picobridge-toggle"},
+		names(Config{Only: []string{"exp3", ROS2DDSExp}}))
+	require.Equal(t, []string{"ros2dds-clean", "ros2dds-mild", "ros2dds-moderate", "ros2dds-strong"}, names(Config{Only: []string{ROS2DDSExp}}))
+	require.Equal(t, []string{"exp2-zenoh-router-strong", "exp3-picobridge-strong", "ros2dds-strong"},
+		names(Config{Only: []string{"exp2", "exp3", ROS2DDSExp}, Levels: []string{"strong"}}))
+}

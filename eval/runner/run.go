@@ -52,12 +52,19 @@ func plan(cfg Config) []spec {
 	}
 	add("exp3", "picobridge", append(Levels[:len(Levels):len(Levels)], "toggle"), ddsMissing(), pb(bridgeFull))
 	if cfg.wants(ROS2DDSExp) {
+		// Each ros2dds run follows exp3's run at its level (or ends the list so far): side
+		// by side, the two systems meet the same host load.
 		for _, l := range ROS2DDSLevels {
 			if len(cfg.Levels) > 0 && !slices.Contains(cfg.Levels, l) {
 				continue
 			}
-			out = append(out, spec{run: ROS2DDSExp + "-" + l, exp: ROS2DDSExp, system: "ros2dds", level: l, missing: anchorsMissing(),
-				fn: func(ctx context.Context, cfg Config, res *Result) error { return runROS2DDS(ctx, cfg, l, res) }})
+			sp := spec{run: ROS2DDSExp + "-" + l, exp: ROS2DDSExp, system: "ros2dds", level: l, missing: anchorsMissing(),
+				fn: func(ctx context.Context, cfg Config, res *Result) error { return runROS2DDS(ctx, cfg, l, res) }}
+			at := len(out)
+			if i := slices.IndexFunc(out, func(s spec) bool { return s.exp == "exp3" && s.level == l }); i >= 0 {
+				at = i + 1
+			}
+			out = slices.Insert(out, at, sp)
 		}
 	}
 	add("exp4", "picobridge-noclassifier", []string{"moderate"}, ddsMissing(), pb(bridgeNoClassifier))
