@@ -30,7 +30,7 @@ import (
 )
 
 // experiments are the ids --only accepts.
-var experiments = []string{"exp1", "exp2", "exp3", "exp4", "exp5", "exp6", runner.ROS2DDSExp, runner.MWExp}
+var experiments = []string{"exp1", "exp2", "exp3", "exp4", "exp5", "exp6", runner.ZenohdExp, runner.ROS2DDSExp, runner.MWExp}
 
 func main() {
 	runner.MaybeChild() // re-executed consumers and gateways
@@ -55,12 +55,13 @@ baseline DDS, the stock Rust Zenoh router and picobridge in between. Experiment 
 middleware comparison (Cyclone DDS, the Rust Zenoh router, Mosquitto MQTT and picobridge's
 router over emulated Ethernet, Wi-Fi and 4G links, payloads 64 B to 1 MiB, TLS on and off).
 Experiment ros2dds puts zenohd + zenoh-plugin-ros2dds 1.10.2 ($PICOBRIDGE_ANCHORS,
-scripts/anchors.sh) where exp3 has picobridge: same publisher, same devices, same links.
+scripts/anchors.sh) where exp3 has picobridge: same publisher, same devices, same links;
+experiment zenohd is that router alone with a Zenoh client publisher.
 It writes raw CSVs, summary.md and PNG plots to --out and prints the path of summary.md
 (docs/eval.md).`,
 		Example: `  picoeval --quick --out /tmp/eval
   picoeval --only exp3,exp5 --duration 30s
-  picoeval --only exp3,ros2dds --duration 20s   # ros2dds beside picobridge
+  picoeval --only exp3,zenohd,ros2dds --levels clean,mild,moderate,strong --duration 20s
   picoeval --only mw --mw-profiles wifi --mw-sizes 64,16KiB --cotenant 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

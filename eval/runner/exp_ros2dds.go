@@ -17,12 +17,19 @@ import (
 	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/eval/measure"
 	"github.com/picobridge/picobridge/sim/linkemu"
+	"github.com/picobridge/picobridge/zenohpath"
 )
 
 // ROS2DDSExp is the experiment id (--only) of the zenoh-bridge-ros2dds runs: the same DDS
 // publisher and the same sim/devsim devices as exp3, with zenohd 1.10.2 + the ros2dds
 // plugin 1.10.2 (the anchor build, scripts/anchors.sh) in picobridge's place.
 const ROS2DDSExp = "ros2dds"
+
+// ZenohdExp is the experiment id (--only) of the plain Rust router runs: zenohd 1.10.2
+// (the anchor build) without plugin, a Go Zenoh client publishing the bag's /scan CDR on
+// "scan" as the plugin does (reliable, BLOCK, priority 1, express), and the same devices.
+// It is the router's share of a ros2dds run: ros2dds − zenohd is the plugin's DDS side.
+const ZenohdExp = "zenohd"
 
 // ROS2DDSLevels are the impairment levels of the ros2dds runs: exp3's, without the toggle
 // run (ros2dds has no classifier to detect it).
@@ -48,16 +55,26 @@ const ros2ddsPubNode = "picoeval_scan_pub"
 // $PICOBRIDGE_ANCHORS with bin/zenohd and lib/libzenoh_plugin_ros2dds.so
 // (scripts/anchors.sh), and Cyclone DDS for the publisher.
 func anchorsMissing() string {
+	if m := zenohdMissing(); m != "" {
+		return m
+	}
+	if _, err := os.Stat(filepath.Join(os.Getenv("PICOBRIDGE_ANCHORS"), "lib/libzenoh_plugin_ros2dds.so")); err != nil {
+		return fmt.Sprintf("lib/libzenoh_plugin_ros2dds.so in PICOBRIDGE_ANCHORS=%s (run scripts/anchors.sh)", os.Getenv("PICOBRIDGE_ANCHORS"))
+	}
+	return ddsMissing()
+}
+
+// zenohdMissing says why the zenohd runs cannot run here ("" when they can): they need
+// $PICOBRIDGE_ANCHORS with bin/zenohd.
+func zenohdMissing() string {
 	dir := os.Getenv("PICOBRIDGE_ANCHORS")
 	if dir == "" {
 		return "PICOBRIDGE_ANCHORS unset (build zenohd + zenoh-plugin-ros2dds 1.10.2: export PICOBRIDGE_ANCHORS=$(bash scripts/anchors.sh --print); bash scripts/anchors.sh)"
 	}
-	for _, f := range []string{"bin/zenohd", "lib/libzenoh_plugin_ros2dds.so"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return fmt.Sprintf("%s in PICOBRIDGE_ANCHORS=%s (run scripts/anchors.sh)", f, dir)
-		}
+	if _, err := os.Stat(filepath.Join(dir, "bin/zenohd")); err != nil {
+		return fmt.Sprintf("bin/zenohd in PICOBRIDGE_ANCHORS=%s (run scripts/anchors.sh)", dir)
 	}
-	return ddsMissing()
+	return ""
 }
 
 // ros2ddsConfig is zenohd's configuration (JSON5) for one ros2dds run: a router listening
@@ -84,6 +101,18 @@ func ros2ddsConfig(pluginDir string, port int, domain uint32) string {
 `, q(fmt.Sprintf("tcp/127.0.0.1:%d", port)), q(pluginDir), domain, q(ros2ddsPubPriority))
 }
 
+// zenohdConfig is zenohd's configuration (JSON5) for a zenohd run: the router of
+// ros2ddsConfig without any plugin.
+func zenohdConfig(port int) string {
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	return fmt.Sprintf(`{
+  mode: "router",
+  listen: { endpoints: [%s] },
+  scouting: { multicast: { enabled: false } },
+}
+`, q(fmt.Sprintf("tcp/127.0.0.1:%d", port)))
+}
+
 // ros2ddsEnv is zenohd's environment: the parent's without the variables that would
 // change the plugin's DDS side or the log, plus ROS_DISTRO, the publisher's Cyclone
 // configuration (loopback unicast, ddspath.Config.XML) and a log level that shows the
@@ -101,6 +130,12 @@ func ros2ddsEnv(parent []string, domain uint32) []string {
 	return append(env, "ROS_DISTRO="+ros2ddsDistro, "CYCLONEDDS_URI="+ddspath.Config{DomainID: domain}.XML(),
 		"RUST_LOG=info,zenoh_plugin_ros2dds::route_publisher=debug", "NO_COLOR=1")
 }
+
+// zenohPublisherOptions are the zenohd system's publisher settings: those of the plugin's
+// route for /scan (route_publisher.rs with ros2ddsPubPriority: reliable, BLOCK for a
+// RELIABLE writer, priority 1, express).
+var zenohPublisherOptions = zenohpath.PublisherOptions{Express: true, Priority: zenohpath.PriorityRealTime,
+	CongestionControl: zenohpath.CongestionControlBlock, Reliability: zenohpath.ReliabilityReliable}
 
 // zenohdLog watches zenohd's stdout: readiness, a failed plugin load, the plugin's route
 // lines (kept for the run's notes).
@@ -143,8 +178,10 @@ func (z *zenohdLog) state() (ready bool, failed string, routes []string) {
 // 1.10.2 with zenoh-plugin-ros2dds 1.10.2 (its own process; ros2ddsConfig) → the critical
 // and the impaired sim/devsim device of exp3 (same board, knobs and subscription "scan",
 // the plugin's key for /scan), the impaired one through linkemu.TCPProxy with the level's
-// profile. The devices' probe responders run but nothing probes them.
-func runROS2DDS(ctx context.Context, cfg Config, level string, res *Result) error {
+// profile. The devices' probe responders run but nothing probes them. With plugin false
+// it is the zenohd system instead (ZenohdExp): zenohd without plugin and a Go Zenoh
+// client publisher (zenohPublisher) in the plugin's place.
+func runROS2DDS(ctx context.Context, cfg Config, level string, plugin bool, res *Result) error {
 	anchors := os.Getenv("PICOBRIDGE_ANCHORS")
 	rec := NewRecorder(res.Run)
 	dom := domainID()
@@ -158,7 +195,11 @@ func runROS2DDS(ctx context.Context, cfg Config, level string, res *Result) erro
 	}
 	defer os.RemoveAll(dir)
 	cfgFile := filepath.Join(dir, "zenohd.json5")
-	if err := os.WriteFile(cfgFile, []byte(ros2ddsConfig(filepath.Join(anchors, "lib"), zport, dom)), 0o644); err != nil {
+	zcfg := zenohdConfig(zport)
+	if plugin {
+		zcfg = ros2ddsConfig(filepath.Join(anchors, "lib"), zport, dom)
+	}
+	if err := os.WriteFile(cfgFile, []byte(zcfg), 0o644); err != nil {
 		return err
 	}
 	zcmd := exec.Command(filepath.Join(anchors, "bin", "zenohd"), "-c", cfgFile)
@@ -169,7 +210,7 @@ func runROS2DDS(ctx context.Context, cfg Config, level string, res *Result) erro
 		return err
 	}
 	defer zd.terminate()
-	if err := waitFor("zenohd with the ros2dds plugin", 30*time.Second, func() bool {
+	if err := waitFor("zenohd", 30*time.Second, func() bool {
 		ready, failed, _ := zlog.state()
 		return ready || failed != ""
 	}); err != nil {
@@ -210,27 +251,52 @@ func runROS2DDS(ctx context.Context, cfg Config, level string, res *Result) erro
 		return err
 	}
 
-	p, err := ddspath.Open(ddspath.Config{DomainID: dom})
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	if _, err := p.AnnounceNode(ddspath.NodeConfig{Name: ros2ddsPubNode}); err != nil {
-		return err
-	}
-	w, write, err := cycloneWriter(p, "rt/scan", scanType, ddspath.QoS{Reliability: ddspath.Reliable, History: ddspath.KeepAll, MaxBlocking: -1})
-	if err != nil {
-		return err
-	}
-	// The plugin creates its DDS reader once a Zenoh subscriber matches its route (the devices).
-	if err := waitFor("plugin reader matched", 30*time.Second, func() bool { return w.Matched() >= 1 }); err != nil {
+	var write writeFunc
+	if plugin {
+		p, err := ddspath.Open(ddspath.Config{DomainID: dom})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		if _, err := p.AnnounceNode(ddspath.NodeConfig{Name: ros2ddsPubNode}); err != nil {
+			return err
+		}
+		var w *ddspath.Writer
+		w, write, err = cycloneWriter(p, "rt/scan", scanType, ddspath.QoS{Reliability: ddspath.Reliable, History: ddspath.KeepAll, MaxBlocking: -1})
+		if err != nil {
+			return err
+		}
+		// The plugin creates its DDS reader once a Zenoh subscriber matches its route (the devices).
+		if err := waitFor("plugin reader matched", 30*time.Second, func() bool { return w.Matched() >= 1 }); err != nil {
+			_, _, routes := zlog.state()
+			return fmt.Errorf("%w (plugin routes: %v)", err, routes)
+		}
+		time.Sleep(time.Second) // the route and the devices' subscriptions settle (as exp3)
 		_, _, routes := zlog.state()
-		return fmt.Errorf("%w (plugin routes: %v)", err, routes)
+		res.Notes = append(res.Notes, fmt.Sprintf("publisher: Cyclone RELIABLE KEEP_ALL, max_blocking_time ∞, node /%s on ros_discovery_info; gateway: zenohd 1.10.2 + zenoh-plugin-ros2dds 1.10.2 (ROS_DISTRO=%s, pub_priorities [%q], other keys default); plugin: %s",
+			ros2ddsPubNode, ros2ddsDistro, ros2ddsPubPriority, strings.Join(routes, "; ")))
+	} else {
+		sess, err := zenohpath.Open(ctx, zenohpath.Config{Connect: []string{zep}})
+		if err != nil {
+			return err
+		}
+		defer sess.Close()
+		pub, err := sess.DeclarePublisher(key, zenohPublisherOptions)
+		if err != nil {
+			return err
+		}
+		if err := waitFor("publisher matched", 30*time.Second, pub.HasMatchingSubscribers); err != nil {
+			return err
+		}
+		time.Sleep(time.Second) // as exp3
+		write = func(cdr []byte, _ time.Time) (time.Duration, error) {
+			t0 := time.Now()
+			err := pub.Put(cdr, nil)
+			return time.Since(t0), err
+		}
+		res.Notes = append(res.Notes, "publisher: Go Zenoh client (zenohpath) on \"scan\", reliable, congestion control BLOCK, priority RealTime, express (the plugin's route settings); gateway: zenohd 1.10.2 without plugin")
 	}
-	time.Sleep(time.Second) // the route and the devices' subscriptions settle (as exp3)
-	_, _, routes := zlog.state()
-	res.Notes = append(res.Notes, fmt.Sprintf("publisher: Cyclone RELIABLE KEEP_ALL, max_blocking_time ∞, node /%s on ros_discovery_info; gateway: zenohd 1.10.2 + zenoh-plugin-ros2dds 1.10.2 (ROS_DISTRO=%s, pub_priorities [%q], other keys default); plugin: %s; devices: sim/devsim %s/%s (tuned: 5 ms socket window, 4096 B batches) subscribed to %q",
-		ros2ddsPubNode, ros2ddsDistro, ros2ddsPubPriority, strings.Join(routes, "; "), devPlatform, devBoard, key))
+	res.Notes = append(res.Notes, fmt.Sprintf("devices: sim/devsim %s/%s (tuned: 5 ms socket window, 4096 B batches) subscribed to %q", devPlatform, devBoard, key))
 
 	d := cfg.runDuration(level)
 	before, _ := measure.ProcUsage(zd.pid())
@@ -252,6 +318,7 @@ func runROS2DDS(ctx context.Context, cfg Config, level string, res *Result) erro
 	res.Notes = append(res.Notes, fmt.Sprintf("linkemu: to device %d packets, %d lost, %d retransmits; produced loss %.2f %%",
 		st.ToDevice.Packets, st.ToDevice.Lost, st.ToDevice.Retransmits, 100*res.ProducedLoss))
 	rec.fill(res)
+	res.DeviceDrops = map[string]map[string]int{"crit": drops.of("crit"), "slow": drops.of("slow")}
 	res.Notes = append(res.Notes, deviceDeliveryNote(res, drops.of))
 	return nil
 }

@@ -36,6 +36,12 @@ func TestROS2DDSConfig(t *testing.T) {
 }
 `, ros2ddsConfig("/cache/anchors/lib", 7447, 42))
 	require.Contains(t, ros2ddsConfig(`/a "b"\c`, 1, 0), `search_dirs: ["/a \"b\"\\c"]`)
+	require.Equal(t, `{
+  mode: "router",
+  listen: { endpoints: ["tcp/127.0.0.1:7447"] },
+  scouting: { multicast: { enabled: false } },
+}
+`, zenohdConfig(7447))
 }
 
 // zenohd's environment: the parent's DDS, ROS and log variables are replaced (a stale
@@ -91,25 +97,31 @@ func TestROS2DDSSkippedWithoutAnchors(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("PICOBRIDGE_ANCHORS", dir)
 	require.Equal(t, "bin/zenohd in PICOBRIDGE_ANCHORS="+dir+" (run scripts/anchors.sh)", anchorsMissing())
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "bin"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bin", "zenohd"), nil, 0o755))
+	require.Empty(t, zenohdMissing())
+	require.Equal(t, "lib/libzenoh_plugin_ros2dds.so in PICOBRIDGE_ANCHORS="+dir+" (run scripts/anchors.sh)", anchorsMissing())
 
 	t.Setenv("PICOBRIDGE_ANCHORS", "")
 	var logs []string
-	cfg := Config{Out: t.TempDir(), Only: []string{ROS2DDSExp}, Log: func(f string, a ...any) { logs = append(logs, strings.TrimSpace(fmt.Sprintf(f, a...))) }}
+	cfg := Config{Out: t.TempDir(), Only: []string{ZenohdExp, ROS2DDSExp}, Log: func(f string, a ...any) { logs = append(logs, strings.TrimSpace(fmt.Sprintf(f, a...))) }}
 	results, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
-	require.Len(t, results, len(ROS2DDSLevels))
+	require.Len(t, results, 2*len(ROS2DDSLevels))
 	for i, r := range results {
-		require.Equal(t, "ros2dds-"+ROS2DDSLevels[i], r.Run)
-		require.Equal(t, "ros2dds", r.System)
+		exp := []string{ZenohdExp, ROS2DDSExp}[i%2]
+		require.Equal(t, exp+"-"+ROS2DDSLevels[i/2], r.Run)
+		require.Equal(t, exp, r.System)
 		require.Equal(t, anchorsMissing(), r.Missing)
 	}
-	require.Equal(t, []string{"picoeval: ros2dds: skipped, " + anchorsMissing()}, logs)
+	require.Equal(t, []string{"picoeval: zenohd: skipped, " + anchorsMissing(), "picoeval: ros2dds: skipped, " + anchorsMissing()}, logs)
 }
 
 // TestSmokeROS2DDS (opt-in: PICOBRIDGE_ANCHORS, the anchor build of scripts/anchors.sh):
-// one 3 s ros2dds run at the strong level through the runner. The plugin routes /scan
-// express at priority 1 and the critical device gets every publication once, in order;
-// zenohd's CPU and RSS are measured; the impaired device's link lost packets.
+// a 3 s zenohd and a 3 s ros2dds run at the strong level through the runner. The plugin
+// routes /scan express at priority 1; in both every publication reaches the critical
+// device once, in order (delivered, or dropped by the device itself and counted); zenohd's CPU and RSS are measured; the impaired device's link lost
+// packets; the side-by-side table is written.
 func TestSmokeROS2DDS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts zenohd and DDS")
@@ -123,25 +135,35 @@ func TestSmokeROS2DDS(t *testing.T) {
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
-	results, err := Run(ctx, Config{Out: out, Duration: 3 * time.Second, Only: []string{ROS2DDSExp}, Levels: []string{"strong"}, Log: t.Logf})
+	results, err := Run(ctx, Config{Out: out, Duration: 3 * time.Second, Only: []string{ZenohdExp, ROS2DDSExp}, Levels: []string{"strong"}, Log: t.Logf})
 	require.NoError(t, err)
-	require.Len(t, results, 1)
-	r := results[0]
-	require.NoError(t, r.Err)
-	require.Equal(t, "ros2dds-strong", r.Run)
-	by := measure.ByConsumer(r.Samples)
-	d := measure.CheckDelivery(r.Published, by[Critical])
-	require.True(t, d.Complete(), "critical device must get every /scan once, in order: %+v", d)
-	require.Equal(t, len(r.Attempts), len(r.Published), "the blocking Cyclone writer never fails")
-	require.True(t, slices.ContainsFunc(r.Notes, func(n string) bool {
-		return strings.Contains(n, "Route Publisher (/scan -> scan): congestion_ctrl Block, priority RealTime, express:true")
-	}), "the plugin's route line: %v", r.Notes)
-	require.NotNil(t, r.Gateway)
-	require.Positive(t, r.Gateway.PeakRSS)
-	require.Positive(t, r.ProducedLoss)
+	require.Len(t, results, 2)
 	sum, err := os.ReadFile(filepath.Join(out, "summary.md"))
 	require.NoError(t, err)
-	require.Contains(t, string(sum), "| ros2dds-strong | ros2dds | strong |")
+	for i, r := range results {
+		require.NoError(t, r.Err)
+		require.Equal(t, []string{"zenohd-strong", "ros2dds-strong"}[i], r.Run)
+		by := measure.ByConsumer(r.Samples)
+		d := measure.CheckDelivery(r.Published, by[Critical])
+		require.Equal(t, len(r.Attempts), len(r.Published), "%s: the blocking writer never fails", r.Run)
+		// The router loses nothing on the direct link (reliable, BLOCK): every /scan reached
+		// the critical device once, in order; what the device did not deliver it dropped
+		// itself and counted (ring_full when a starved host left its application behind).
+		ownDrops := 0
+		for _, n := range r.DeviceDrops["crit"] {
+			ownDrops += n
+		}
+		require.Equal(t, len(r.Published), d.Unique+ownDrops, "%s: critical device: delivered + own drops = published (%+v, drops %v)", r.Run, d, r.DeviceDrops["crit"])
+		require.Zero(t, d.Duplicates+d.Reordered, "%s: %+v", r.Run, d)
+		require.NotNil(t, r.Gateway, r.Run)
+		require.Positive(t, r.Gateway.PeakRSS, r.Run)
+		require.Positive(t, r.ProducedLoss, r.Run)
+		require.Contains(t, string(sum), "| "+r.Run+" | "+r.System+" | strong |")
+	}
+	require.True(t, slices.ContainsFunc(results[1].Notes, func(n string) bool {
+		return strings.Contains(n, "Route Publisher (/scan -> scan): congestion_ctrl Block, priority RealTime, express:true")
+	}), "the plugin's route line: %v", results[1].Notes)
+	require.Contains(t, string(sum), "## Side by side: same publisher, same devices")
 }
 
 // The side-by-side table: per level, ros2dds before picobridge, delivered/attempted over
@@ -190,6 +212,11 @@ func TestPlanROS2DDSInterleaved(t *testing.T) {
 	require.Equal(t, []string{"exp3-picobridge-clean", "ros2dds-clean", "exp3-picobridge-mild", "ros2dds-mild",
 		"exp3-picobridge-moderate", "ros2dds-moderate", "exp3-picobridge-strong", "ros2dds-strong", "exp3-picobridge-toggle"},
 		names(Config{Only: []string{"exp3", ROS2DDSExp}}))
+	require.Equal(t, []string{"exp3-picobridge-clean", "zenohd-clean", "ros2dds-clean", "exp3-picobridge-mild", "zenohd-mild", "ros2dds-mild",
+		"exp3-picobridge-moderate", "zenohd-moderate", "ros2dds-moderate", "exp3-picobridge-strong", "zenohd-strong", "ros2dds-strong", "exp3-picobridge-toggle"},
+		names(Config{Only: []string{"exp3", ZenohdExp, ROS2DDSExp}}))
+	require.Equal(t, []string{"zenohd-clean", "ros2dds-clean", "zenohd-strong", "ros2dds-strong"},
+		names(Config{Only: []string{ZenohdExp, ROS2DDSExp}, Levels: []string{"clean", "strong"}}))
 	require.Equal(t, []string{"ros2dds-clean", "ros2dds-mild", "ros2dds-moderate", "ros2dds-strong"}, names(Config{Only: []string{ROS2DDSExp}}))
 	require.Equal(t, []string{"exp2-zenoh-router-strong", "exp3-picobridge-strong", "ros2dds-strong"},
 		names(Config{Only: []string{"exp2", "exp3", ROS2DDSExp}, Levels: []string{"strong"}}))

@@ -51,18 +51,29 @@ func plan(cfg Config) []spec {
 		}
 	}
 	add("exp3", "picobridge", append(Levels[:len(Levels):len(Levels)], "toggle"), ddsMissing(), pb(bridgeFull))
-	if cfg.wants(ROS2DDSExp) {
-		// Each ros2dds run follows exp3's run at its level (or ends the list so far): side
-		// by side, the two systems meet the same host load.
+	// Each zenohd and ros2dds run follows the exp3 / zenohd run at its level (or ends the
+	// list so far): side by side, the systems meet the same host load.
+	for _, v := range []struct {
+		exp     string
+		plugin  bool
+		missing string
+	}{{ZenohdExp, false, zenohdMissing()}, {ROS2DDSExp, true, anchorsMissing()}} {
+		if !cfg.wants(v.exp) {
+			continue
+		}
 		for _, l := range ROS2DDSLevels {
 			if len(cfg.Levels) > 0 && !slices.Contains(cfg.Levels, l) {
 				continue
 			}
-			sp := spec{run: ROS2DDSExp + "-" + l, exp: ROS2DDSExp, system: "ros2dds", level: l, missing: anchorsMissing(),
-				fn: func(ctx context.Context, cfg Config, res *Result) error { return runROS2DDS(ctx, cfg, l, res) }}
+			sp := spec{run: v.exp + "-" + l, exp: v.exp, system: v.exp, level: l, missing: v.missing,
+				fn: func(ctx context.Context, cfg Config, res *Result) error {
+					return runROS2DDS(ctx, cfg, l, v.plugin, res)
+				}}
 			at := len(out)
-			if i := slices.IndexFunc(out, func(s spec) bool { return s.exp == "exp3" && s.level == l }); i >= 0 {
-				at = i + 1
+			for i, s := range out {
+				if s.level == l && (s.exp == "exp3" || s.exp == ZenohdExp || s.exp == ROS2DDSExp) {
+					at = i + 1
+				}
 			}
 			out = slices.Insert(out, at, sp)
 		}
@@ -102,7 +113,7 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 				row := Summarize(res)
 				cfg.Log("picoeval: %s done in %v: %s", s.run, time.Since(t0).Round(time.Second), oneLine(row))
 			}
-		} else if s.exp == ROS2DDSExp {
+		} else if s.exp == ROS2DDSExp || s.exp == ZenohdExp {
 			if !skipped[s.exp] {
 				cfg.Log("picoeval: %s: skipped, %s", s.exp, res.Missing)
 			}

@@ -9,12 +9,12 @@ import (
 
 // sideBySideSystems are the systems of the side-by-side table, in its order: those whose
 // consumers are the same sim/devsim devices behind the same publisher and links.
-var sideBySideSystems = []string{"ros2dds", "picobridge"}
+var sideBySideSystems = []string{"zenohd", "ros2dds", "picobridge"}
 
 // writeSideBySide writes the side-by-side table (docs/eval.md "ros2dds"): per impairment
 // level, one line per system of sideBySideSystems that ran at it, with the critical
 // latency, delivered/attempted for both devices and the devices that missed a sample.
-// Nothing is written unless a ros2dds run and another system's run completed.
+// Nothing is written unless a ros2dds or zenohd run and another system's run completed.
 func writeSideBySide(w io.Writer, rows []Row) {
 	ok := func(r Row) bool {
 		return r.Res.Missing == "" && r.Res.Err == nil && slices.Contains(sideBySideSystems, r.Res.System) && slices.Contains(Levels, r.Res.Level)
@@ -25,11 +25,11 @@ func writeSideBySide(w io.Writer, rows []Row) {
 			systems[r.Res.System] = true
 		}
 	}
-	if !systems["ros2dds"] || len(systems) < 2 {
+	if (!systems["ros2dds"] && !systems["zenohd"]) || len(systems) < 2 {
 		return
 	}
 	fmt.Fprintf(w, "## Side by side: same publisher, same devices\n\n")
-	fmt.Fprintf(w, "Cyclone publisher (RELIABLE KEEP_ALL, max_blocking_time ∞) → system → the same two sim/devsim devices (`crit` direct, `slow` through linkemu at the level's profile). ros2dds = zenohd 1.10.2 + zenoh-plugin-ros2dds 1.10.2 with `pub_priorities: [\"%s\"]`; picobridge = `picobridge run` with `routes.critical: [\"/scan\"]`. delivered/attempted counts every publication attempt.\n\n", ros2ddsPubPriority)
+	fmt.Fprintf(w, "Cyclone publisher (RELIABLE KEEP_ALL, max_blocking_time ∞; zenohd: a Zenoh client) → system → the same two sim/devsim devices (`crit` direct, `slow` through linkemu at the level's profile). zenohd = that router alone, a Go Zenoh client publishing the same CDR with the plugin's route settings (no DDS); ros2dds = zenohd 1.10.2 + zenoh-plugin-ros2dds 1.10.2 with `pub_priorities: [\"%s\"]`; picobridge = `picobridge run` with `routes.critical: [\"/scan\"]`. delivered/attempted counts every publication attempt.\n\n", ros2ddsPubPriority)
 	fmt.Fprintf(w, "| level | system | publisher rate | critical p50 | critical p95 | critical p99 | critical delivered/attempted | impaired delivered/attempted | devices that missed | gateway CPU | host load (1 min, start–end) |\n")
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
 	for _, level := range Levels {
