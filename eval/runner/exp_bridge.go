@@ -408,6 +408,7 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 		sort.Strings(lanes)
 		res.Notes = append(res.Notes, fmt.Sprintf("device %s: class %s, batched %.0f Hz, %s; dropped in the device: %v", dev.Name, dev.Classifier.Class, dev.BatchedRateHz, strings.Join(lanes, ", "), drops.of(dev.Name)))
 	}
+	res.Notes = append(res.Notes, "lost at the gateway's DDS input: "+ddsInputDrops(getMetrics(httpAddr)))
 	st := proxy.Stats()
 	res.ProducedLoss = st.ProducedLoss()
 	res.Notes = append(res.Notes, fmt.Sprintf("linkemu: to device %d packets, %d lost, %d retransmits; produced loss %s %%",
@@ -422,4 +423,50 @@ func gatewayCfgNote(kvs []string) string {
 		return ""
 	}
 	return ", --cfg " + strings.Join(kvs, " --cfg ")
+}
+
+// ddsInputDrops reads the gateway's samples lost at its DDS input
+// (picobridge_dds_samples_dropped_total, bridge/server) from a Prometheus text exposition:
+// "topic reason N" per nonzero series, sorted; "none" without any.
+func ddsInputDrops(metrics string) string {
+	const name = "picobridge_dds_samples_dropped_total{"
+	var out []string
+	for _, l := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(l, name)
+		if !ok {
+			continue
+		}
+		labels, val, ok := strings.Cut(rest, "} ")
+		if !ok || val == "0" {
+			continue
+		}
+		var topic, reason string
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			v = strings.Trim(v, `"`)
+			switch k {
+			case "topic":
+				topic = v
+			case "reason":
+				reason = v
+			}
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", topic, reason, val))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// getMetrics is the gateway's /metrics text ("" when it cannot be read).
+func getMetrics(addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
