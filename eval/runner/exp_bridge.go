@@ -84,6 +84,14 @@ func freePort() (int, error) {
 
 // devicezDoc mirrors the parts of /devicez?transitions=1 the runner reads.
 type devicezDoc struct {
+	Supervisor struct {
+		History []struct {
+			At     time.Time `json:"at"`
+			From   string    `json:"from"`
+			To     string    `json:"to"`
+			Reason string    `json:"reason"`
+		} `json:"transitions"`
+	} `json:"supervisor"`
 	Devices []struct {
 		Name       string `json:"name"`
 		Classifier struct {
@@ -409,6 +417,7 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 		res.Notes = append(res.Notes, fmt.Sprintf("device %s: class %s, batched %.0f Hz, %s; dropped in the device: %v", dev.Name, dev.Classifier.Class, dev.BatchedRateHz, strings.Join(lanes, ", "), drops.of(dev.Name)))
 	}
 	res.Notes = append(res.Notes, "lost at the gateway's DDS input: "+ddsInputDrops(getMetrics(httpAddr)))
+	res.Notes = append(res.Notes, "supervisor: "+supervisorChanges(dz, res.StartNs))
 	st := proxy.Stats()
 	res.ProducedLoss = st.ProducedLoss()
 	res.Notes = append(res.Notes, fmt.Sprintf("linkemu: to device %d packets, %d lost, %d retransmits; produced loss %s %%",
@@ -469,4 +478,17 @@ func getMetrics(addr string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// supervisorChanges lists the gateway's supervisor mode changes of a run (/devicez) as
+// "FROM→TO at +t s (reason)", t from startNs; "no mode change" without any.
+func supervisorChanges(dz devicezDoc, startNs int64) string {
+	var parts []string
+	for _, c := range dz.Supervisor.History {
+		parts = append(parts, fmt.Sprintf("%s→%s at %+.1f s (%s)", c.From, c.To, float64(c.At.UnixNano()-startNs)/1e9, c.Reason))
+	}
+	if len(parts) == 0 {
+		return "no mode change"
+	}
+	return strings.Join(parts, ", ")
 }
