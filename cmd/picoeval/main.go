@@ -30,7 +30,7 @@ import (
 )
 
 // experiments are the ids --only accepts.
-var experiments = []string{"exp1", "exp2", "exp3", "exp4", "exp5", "exp6", runner.MWExp}
+var experiments = []string{"exp1", "exp2", "exp3", "exp4", "exp5", "exp6", runner.ZenohdExp, runner.ROS2DDSExp, runner.MWExp}
 
 func main() {
 	runner.MaybeChild() // re-executed consumers and gateways
@@ -45,7 +45,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func newCommand(stdout io.Writer) *cobra.Command {
 	var cfg runner.Config
-	var only, mwSizes, mwProfiles, mwSystems string
+	var only, levels, mwSizes, mwProfiles, mwSystems string
 	cmd := &cobra.Command{
 		Use:   "picoeval",
 		Short: "Run the Adaptive Bridge evaluation: baseline DDS, the stock Rust router, picobridge",
@@ -54,14 +54,19 @@ the robot bag's /scan replayed at 30 Hz, consumers behind emulated impaired link
 baseline DDS, the stock Rust Zenoh router and picobridge in between. Experiment mw is the
 middleware comparison (Cyclone DDS, the Rust Zenoh router, Mosquitto MQTT and picobridge's
 router over emulated Ethernet, Wi-Fi and 4G links, payloads 64 B to 1 MiB, TLS on and off).
+Experiment ros2dds puts zenohd + zenoh-plugin-ros2dds 1.10.2 ($PICOBRIDGE_ANCHORS,
+scripts/anchors.sh) where exp3 has picobridge: same publisher, same devices, same links;
+experiment zenohd is that router alone with a Zenoh client publisher.
 It writes raw CSVs, summary.md and PNG plots to --out and prints the path of summary.md
 (docs/eval.md).`,
 		Example: `  picoeval --quick --out /tmp/eval
   picoeval --only exp3,exp5 --duration 30s
+  picoeval --only exp3,zenohd,ros2dds --levels clean,mild,moderate,strong --duration 20s
   picoeval --only mw --mw-profiles wifi --mw-sizes 64,16KiB --cotenant 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Only = runner.ParseOnly(only)
+			cfg.Levels = runner.ParseOnly(levels)
 			var err error
 			if cfg.MWSizes, err = parseSizes(mwSizes); err != nil {
 				return cli.Usage(err)
@@ -84,6 +89,7 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 	f.BoolVar(&cfg.Quick, "quick", false, "short runs (10 s per level) for smoke tests and CI")
 	f.StringVar(&cfg.Out, "out", "picoeval-out", "output directory (CSVs, summary.md, PNGs)")
 	f.StringVar(&only, "only", "", "comma-separated experiments to run ("+strings.Join(experiments, ",")+"); default all")
+	f.StringVar(&levels, "levels", "", "comma-separated impairment levels to run ("+strings.Join(allLevels(), ",")+"); default all (mw has its own --mw-profiles)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "publication time per run (default: 40 s clean, 60 s impaired, 240 s toggle; --quick 10 s)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
 	f.IntVar(&cfg.Cotenant, "cotenant", 0, "CPU busy loops (separate processes) to run beside the systems during every run (busy host)")
@@ -96,6 +102,9 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 	f.StringVar(&cfg.Bag, "bag", "", "rosbag2 directory to replay (default: shared/data/mumble_rplidar_imu/hallway_room_loop via $PICOBRIDGE_SHARED or walking up)")
 	return cmd
 }
+
+// allLevels are the levels --levels accepts: the impairment levels and exp3's toggle run.
+func allLevels() []string { return append(slices.Clone(runner.Levels), "toggle") }
 
 // parseSizes reads "64,1KiB,1MiB,1500" into bytes (each ≥ 12 and ≤ 64 MiB).
 func parseSizes(s string) ([]int, error) {
@@ -131,6 +140,11 @@ func checkEvalConfig(cfg *runner.Config) error {
 		}
 		if !known {
 			return fmt.Errorf("--only %s: unknown experiment (want %s)", id, strings.Join(experiments, ", "))
+		}
+	}
+	for _, l := range cfg.Levels {
+		if !slices.Contains(allLevels(), l) {
+			return fmt.Errorf("--levels %s: unknown level (want %s)", l, strings.Join(allLevels(), ", "))
 		}
 	}
 	if cfg.Duration < 0 {

@@ -18,7 +18,8 @@ func TestExitStatus(t *testing.T) {
 	}{
 		{[]string{"extra"}, `picoeval: unknown command "extra" for "picoeval" (see picoeval --help)`},
 		{[]string{"--quick=maybe"}, `picoeval: invalid argument "maybe" for "--quick" flag: strconv.ParseBool: parsing "maybe": invalid syntax (see picoeval --help)`},
-		{[]string{"--only", "exp1,exp9"}, `picoeval: --only exp9: unknown experiment (want exp1, exp2, exp3, exp4, exp5, exp6, mw)`},
+		{[]string{"--only", "exp1,exp9"}, `picoeval: --only exp9: unknown experiment (want exp1, exp2, exp3, exp4, exp5, exp6, zenohd, ros2dds, mw)`},
+		{[]string{"--levels", "clean,bad"}, `picoeval: --levels bad: unknown level (want clean, mild, moderate, strong, toggle)`},
 		{[]string{"--cotenant", "-1"}, `picoeval: --cotenant -1: want 0 to 64`},
 		{[]string{"--harness-realtime", "rr"}, `picoeval: --harness-realtime rr: want off, nice or fifo`},
 		{[]string{"--only", "mw", "--mw-sizes", "64,10"}, `picoeval: --mw-sizes 10: want 12 B to 64 MiB (a payload holds a 4-byte header and an 8-byte stamp)`},

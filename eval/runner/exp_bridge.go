@@ -84,6 +84,14 @@ func freePort() (int, error) {
 
 // devicezDoc mirrors the parts of /devicez?transitions=1 the runner reads.
 type devicezDoc struct {
+	Supervisor struct {
+		History []struct {
+			At     time.Time `json:"at"`
+			From   string    `json:"from"`
+			To     string    `json:"to"`
+			Reason string    `json:"reason"`
+		} `json:"transitions"`
+	} `json:"supervisor"`
 	Devices []struct {
 		Name       string `json:"name"`
 		Classifier struct {
@@ -408,6 +416,8 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 		sort.Strings(lanes)
 		res.Notes = append(res.Notes, fmt.Sprintf("device %s: class %s, batched %.0f Hz, %s; dropped in the device: %v", dev.Name, dev.Classifier.Class, dev.BatchedRateHz, strings.Join(lanes, ", "), drops.of(dev.Name)))
 	}
+	res.Notes = append(res.Notes, "lost at the gateway's DDS input: "+ddsInputDrops(getMetrics(httpAddr)))
+	res.Notes = append(res.Notes, "supervisor: "+supervisorChanges(dz, res.StartNs))
 	st := proxy.Stats()
 	res.ProducedLoss = st.ProducedLoss()
 	res.Notes = append(res.Notes, fmt.Sprintf("linkemu: to device %d packets, %d lost, %d retransmits; produced loss %s %%",
@@ -422,4 +432,63 @@ func gatewayCfgNote(kvs []string) string {
 		return ""
 	}
 	return ", --cfg " + strings.Join(kvs, " --cfg ")
+}
+
+// ddsInputDrops reads the gateway's samples lost at its DDS input
+// (picobridge_dds_samples_dropped_total, bridge/server) from a Prometheus text exposition:
+// "topic reason N" per nonzero series, sorted; "none" without any.
+func ddsInputDrops(metrics string) string {
+	const name = "picobridge_dds_samples_dropped_total{"
+	var out []string
+	for _, l := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(l, name)
+		if !ok {
+			continue
+		}
+		labels, val, ok := strings.Cut(rest, "} ")
+		if !ok || val == "0" {
+			continue
+		}
+		var topic, reason string
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			v = strings.Trim(v, `"`)
+			switch k {
+			case "topic":
+				topic = v
+			case "reason":
+				reason = v
+			}
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", topic, reason, val))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// getMetrics is the gateway's /metrics text ("" when it cannot be read).
+func getMetrics(addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// supervisorChanges lists the gateway's supervisor mode changes of a run (/devicez) as
+// "FROM→TO at +t s (reason)", t from startNs; "no mode change" without any.
+func supervisorChanges(dz devicezDoc, startNs int64) string {
+	var parts []string
+	for _, c := range dz.Supervisor.History {
+		parts = append(parts, fmt.Sprintf("%s→%s at %+.1f s (%s)", c.From, c.To, float64(c.At.UnixNano()-startNs)/1e9, c.Reason))
+	}
+	if len(parts) == 0 {
+		return "no mode change"
+	}
+	return strings.Join(parts, ", ")
 }

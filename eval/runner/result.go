@@ -38,6 +38,10 @@ type Result struct {
 	// DeviceReceive); set when HasDeviceRecv (runs with simulated devices).
 	DeviceRecvP95Ms float64
 	HasDeviceRecv   bool
+	// DeviceDrops are the samples each simulated device (by name: "crit", "slow") took off
+	// its link and dropped itself, by outcome (sim/devsim: ring_full, oversize, slot); set
+	// by the zenohd and ros2dds runs.
+	DeviceDrops map[string]map[string]int
 
 	MW       *MWInfo // middleware comparison runs only
 	Cotenant int     // CPU busy loops that ran beside the system (Config.Cotenant)

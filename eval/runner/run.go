@@ -51,6 +51,33 @@ func plan(cfg Config) []spec {
 		}
 	}
 	add("exp3", "picobridge", append(Levels[:len(Levels):len(Levels)], "toggle"), ddsMissing(), pb(bridgeFull))
+	// Each zenohd and ros2dds run follows the exp3 / zenohd run at its level (or ends the
+	// list so far): side by side, the systems meet the same host load.
+	for _, v := range []struct {
+		exp     string
+		plugin  bool
+		missing string
+	}{{ZenohdExp, false, zenohdMissing()}, {ROS2DDSExp, true, anchorsMissing()}} {
+		if !cfg.wants(v.exp) {
+			continue
+		}
+		for _, l := range ROS2DDSLevels {
+			if len(cfg.Levels) > 0 && !slices.Contains(cfg.Levels, l) {
+				continue
+			}
+			sp := spec{run: v.exp + "-" + l, exp: v.exp, system: v.exp, level: l, missing: v.missing,
+				fn: func(ctx context.Context, cfg Config, res *Result) error {
+					return runROS2DDS(ctx, cfg, l, v.plugin, res)
+				}}
+			at := len(out)
+			for i, s := range out {
+				if s.level == l && (s.exp == "exp3" || s.exp == ZenohdExp || s.exp == ROS2DDSExp) {
+					at = i + 1
+				}
+			}
+			out = slices.Insert(out, at, sp)
+		}
+	}
 	add("exp4", "picobridge-noclassifier", []string{"moderate"}, ddsMissing(), pb(bridgeNoClassifier))
 	add("exp5", "split", Levels, ddsMissing(), dds(variantSplit))
 	add("exp6", "hop", []string{"clean"}, ddsMissing(), pb(bridgeHop))
@@ -66,6 +93,7 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 	}
 	cfg.hostStart = hostLine()
 	var results []*Result
+	skipped := map[string]bool{} // experiments whose skip was logged (one line for all their runs)
 	for _, s := range plan(cfg) {
 		res := &Result{Run: s.run, Exp: s.exp, System: s.system, Level: s.level, Missing: s.missing, Cotenant: cfg.Cotenant}
 		if res.Missing == "" {
@@ -85,6 +113,11 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 				row := Summarize(res)
 				cfg.Log("picoeval: %s done in %v: %s", s.run, time.Since(t0).Round(time.Second), oneLine(row))
 			}
+		} else if s.exp == ROS2DDSExp || s.exp == ZenohdExp {
+			if !skipped[s.exp] {
+				cfg.Log("picoeval: %s: skipped, %s", s.exp, res.Missing)
+			}
+			skipped[s.exp] = true
 		} else {
 			cfg.Log("picoeval: %s not run (%s)", s.run, res.Missing)
 		}

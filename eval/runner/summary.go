@@ -115,7 +115,8 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 			res.Run, res.System, res.Level, dur, r.Pub.Rate, r.Pub.RateStd, r.Pub.Errors, blocked,
 			fmtMs(r.Crit.P50), fmtMs(r.Crit.P95), fmtMs(r.Crit.P99), devRecv, crit, r.CritDelivery.Missing, imp, fmtMs(r.Imp.P50), trans, dr, cpu, rss, loss)
 	}
-	fmt.Fprintf(w, "\nColumns: publisher rate = publication attempts per second over the run, std over 5 s windows sliding by 1 s; blocked writes = publish calls longer than %v (total and longest); device receive = the simulated critical device's own share of the critical latency, p95 (sim/devsim: from its read task's callback to its application taking the sample; the rest is the gateway and the link); recv/pub = distinct samples received / successful publications; gateway = the process between publisher and consumers (split: the ddspath.Split process; zenoh-router: the Python process hosting the Rust router), CPU over the publication window, peak RSS = VmHWM.\n\n", measure.BlockThreshold)
+	fmt.Fprintf(w, "\nColumns: publisher rate = publication attempts per second over the run, std over 5 s windows sliding by 1 s; blocked writes = publish calls longer than %v (total and longest); device receive = the simulated critical device's own share of the critical latency, p95 (sim/devsim: from its read task's callback to its application taking the sample; the rest is the gateway and the link); recv/pub = distinct samples received / successful publications; gateway = the process between publisher and consumers (split: the ddspath.Split process; zenoh-router: the Python process hosting the Rust router; zenohd, ros2dds: zenohd, with the plugin in ros2dds), CPU over the publication window, peak RSS = VmHWM.\n\n", measure.BlockThreshold)
+	writeSideBySide(w, rows)
 
 	for _, r := range rows {
 		if r.Res.Missing != "" || r.Res.Err != nil || r.Direct.N == 0 {
@@ -221,7 +222,7 @@ var (
 )
 
 // systemOrder fixes the order of systems in plots.
-var systemOrder = []string{"dds-fastdds", "dds-cyclone", "zenoh-router", "picobridge", "picobridge-noclassifier", "split"}
+var systemOrder = []string{"dds-fastdds", "dds-cyclone", "zenoh-router", "zenohd", "ros2dds", "picobridge", "picobridge-noclassifier", "split"}
 
 func writePlots(dir string, rows []Row) ([]string, error) {
 	var plots []string
