@@ -33,6 +33,7 @@ type Listener struct {
 	peers    map[netip.AddrPort]*udpPeerLink
 	stop     func() bool
 	hsFail   *hsFailures
+	admit    *admission // Config.AdmitRate; nil = not paced
 }
 
 // Listen starts accepting sessions on endpoint ("tcp/host:port",
@@ -57,6 +58,7 @@ func Listen(ctx context.Context, endpoint string, cfg Config, accept func(*Sessi
 		links: map[link]struct{}{}, sessions: map[*Session]struct{}{}, peers: map[netip.AddrPort]*udpPeerLink{},
 	}
 	ln.hsFail = newHSFailures(ln.cfg.Logger, ln.cfg.Metrics)
+	ln.admit = newAdmission(ln.cfg.AdmitRate, ln.cfg.AdmitBurst)
 	if err := ln.cfg.UsrPwd.Validate(); err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", endpoint, err)
 	}
@@ -184,6 +186,12 @@ func (ln *Listener) acceptTCP() {
 			continue
 		}
 		delay = 0
+		if d := ln.admit.delay(time.Now()); d > 0 {
+			// Paced (admission.go): the links behind this one wait in
+			// the listen backlog meanwhile.
+			ln.cfg.Metrics.admissionDeferred(d)
+			time.Sleep(d)
+		}
 		if ln.tlsConf != nil {
 			c = tls.Server(c, ln.tlsConf) // handshake on the link's own goroutine (run)
 		}
