@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
@@ -259,6 +260,9 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	}
 	defer stopPprof()
 	reg := prometheus.NewRegistry()
+	// go_goroutines and the process_ series (open fds, RSS), as `run` serves them: the
+	// churn soak's leak check reads them (docs/fleetbench.md).
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Metrics, err = zenohpath.NewMetrics(reg); err != nil {
 		return err
 	}
