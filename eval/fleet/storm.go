@@ -49,7 +49,7 @@ type StormRow struct {
 	// Drops: the gateway's samples not forwarded to devices (lanes, by lane/reason) and
 	// router drops (by reason) during the fault, "" when none.
 	Drops string
-	Err                                                              string
+	Err   string
 }
 
 // StormReport is the result of Storm.
