@@ -129,6 +129,10 @@ func (n *node) metrics() (benchkit.Metrics, error) {
 	return benchkit.Scrape("http://" + n.http + "/metrics")
 }
 
+// gatewayZID is the gateway's Zenoh id in the fault runs: its in-process sessions (the
+// bridge, the admin space) are faces with this id, not devices.
+const gatewayZID = "fa29"
+
 // topology is the upstream router and the gateway of a fault run.
 type topology struct {
 	up, gw *node
@@ -145,11 +149,11 @@ func startTopology(o FaultOptions) (*topology, error) {
 	upEP := "tcp/" + up.addr
 	if o.Gateway == GoRouter {
 		t.gw, err = newNode("gateway", o.Picobridge, o.RouterCPUs, func(ep, h string) []string {
-			return append([]string{"router", "-l", ep, "-e", upEP, "--metrics", h, "--log-level", "error"}, o.GatewayArgs...)
+			return append([]string{"router", "-l", ep, "-e", upEP, "--metrics", h, "--log-level", "error", "-i", gatewayZID}, o.GatewayArgs...)
 		}, "/metrics")
 	} else {
 		t.gw, err = newNode("gateway", o.Picobridge, o.RouterCPUs, func(ep, h string) []string {
-			return append([]string{"run", "--no-dds", "-l", ep, "-e", upEP, "--metrics", h, "--log-level", "error",
+			return append([]string{"run", "--no-dds", "-l", ep, "-e", upEP, "--metrics", h, "--log-level", "error", "-i", gatewayZID,
 				"--devices-all-clients", "--critical", "/" + fanKey}, o.GatewayArgs...)
 		}, "/healthz")
 	}
