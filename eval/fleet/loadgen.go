@@ -238,7 +238,9 @@ func (g *loadgen) connect() {
 	var firstErr atomic.Value
 	jobs := make(chan int)
 	var wg sync.WaitGroup
+	g.mu.Lock() // the keep-alive sweep may be reading it
 	g.sessions = make([]*rawSession, g.n)
+	g.mu.Unlock()
 	dials, _ := strconv.Atoi(os.Getenv(dialsEnv))
 	if dials <= 0 {
 		dials = 32
@@ -374,7 +376,11 @@ func (g *loadgen) keepAlive(stop chan struct{}) {
 // readers.
 func (g *loadgen) leave() {
 	g.leaving.Store(true)
-	g.stopOnce.Do(func() { close(g.stop) })
+	g.stopOnce.Do(func() {
+		if g.stop != nil {
+			close(g.stop)
+		}
+	})
 	g.mu.Lock()
 	ss := g.sessions
 	g.sessions = nil
