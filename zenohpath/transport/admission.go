@@ -16,11 +16,17 @@ import (
 // bucket empty waits (it is "deferred"; the accept loop sleeps until the
 // next token, so the links behind it wait in the kernel's listen backlog
 // with their INIT unread) and is counted in
-// picobridge_transport_admission_deferred_total, its wait added to
-// picobridge_transport_admission_wait_seconds_total. Nothing is refused
-// by the pacing itself: Config.MaxHandshakes still bounds the links in
-// INIT/OPEN at a time (refused, counted), and a backlog overflow is the
-// kernel's (the client's SYN is retransmitted). UDP links are not paced.
+// picobridge_transport_admission_deferred_total{reason="rate"}, its wait
+// added to picobridge_transport_admission_wait_seconds_total. Nothing is
+// refused by the pacing itself. Config.MaxHandshakes still bounds the links
+// in INIT/OPEN at a time; with Config.HandshakeWait a connection that finds
+// them all taken waits up to that long for one to finish
+// (deferred{reason="handshakes"}) before it is refused (counted in
+// handshake_failures_total{reason="refused"}): on a loaded host a storm's
+// handshakes last long enough that a refusal at once sent hundreds of
+// devices into zenoh-pico's 1 s retry (docs/results/2026-12-03-fleet-faults.md).
+// A backlog overflow is the kernel's (the client's SYN is retransmitted).
+// UDP links are not paced.
 
 // admission is the token bucket of Config.AdmitRate. A nil *admission
 // admits everything at once.

@@ -123,6 +123,11 @@ type Config struct {
 	// (admission_deferred_total; admission.go). 0 = not paced.
 	AdmitRate  float64
 	AdmitBurst int
+	// HandshakeWait: a TCP connection that finds MaxHandshakes links in
+	// INIT/OPEN waits in the accept loop up to this long for one to finish
+	// (counted admission_deferred_total{reason="handshakes"}) before it is
+	// refused. 0 = refused at once.
+	HandshakeWait time.Duration
 	// TxQueue bounds each of the 8 TX priority queues, in messages.
 	// 0 = DefaultTxQueue.
 	TxQueue int

@@ -189,9 +189,10 @@ func (ln *Listener) acceptTCP() {
 		if d := ln.admit.delay(time.Now()); d > 0 {
 			// Paced (admission.go): the links behind this one wait in
 			// the listen backlog meanwhile.
-			ln.cfg.Metrics.admissionDeferred(d)
+			ln.cfg.Metrics.admissionDeferred(deferRate, d)
 			time.Sleep(d)
 		}
+		ln.waitHandshakeSlot()
 		if ln.tlsConf != nil {
 			c = tls.Server(c, ln.tlsConf) // handshake on the link's own goroutine (run)
 		}
@@ -200,6 +201,29 @@ func (ln *Listener) acceptTCP() {
 			_ = c.Close()
 		}
 	}
+}
+
+// waitHandshakeSlot waits, up to Config.HandshakeWait, while
+// Config.MaxHandshakes links are in handshake (admission.go), polling every
+// 2 ms; a wait is counted. It returns at once when the Listener closes.
+func (ln *Listener) waitHandshakeSlot() {
+	w := ln.cfg.HandshakeWait
+	if w <= 0 {
+		return
+	}
+	full := func() bool {
+		ln.mu.Lock()
+		defer ln.mu.Unlock()
+		return !ln.closed && len(ln.links) >= ln.cfg.MaxHandshakes
+	}
+	if !full() {
+		return
+	}
+	t0 := time.Now()
+	for full() && time.Since(t0) < w {
+		time.Sleep(2 * time.Millisecond)
+	}
+	ln.cfg.Metrics.admissionDeferred(deferHandshakes, time.Since(t0))
 }
 
 // serve registers l and runs handshake + session on a new goroutine. It

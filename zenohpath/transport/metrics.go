@@ -19,7 +19,7 @@ type Metrics struct {
 	sessions  prometheus.Gauge
 	closed    *prometheus.CounterVec
 	hsFailed  *prometheus.CounterVec
-	deferred  prometheus.Counter
+	deferred  *prometheus.CounterVec
 	deferWait prometheus.Counter
 
 	droppedBy [numDropReasons]prometheus.Counter
@@ -36,7 +36,8 @@ type Metrics struct {
 //	picobridge_transport_closed_total{reason}   sessions closed, by CloseReason
 //	picobridge_transport_handshake_failures_total{reason}  accepted links whose INIT/OPEN failed, by reason
 //	    (timeout, eof, too_large, refused, tls, auth, invalid, decode_error, remote_close, connection_to_self, link_error, handshake)
-//	picobridge_transport_admission_deferred_total      connections that waited for an admission token (Config.AdmitRate)
+//	picobridge_transport_admission_deferred_total{reason}  TCP connections that waited before their handshake:
+//	    rate (for an admission token, Config.AdmitRate), handshakes (for one of the MaxHandshakes slots, Config.HandshakeWait)
 //	picobridge_transport_admission_wait_seconds_total  the sum of those waits, seconds
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	const ns, sub = "picobridge", "transport"
@@ -57,11 +58,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "closed_total", Help: "Transport sessions closed, by close reason."}, []string{"reason"}),
 		hsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "handshake_failures_total", Help: "Accepted links whose INIT/OPEN handshake failed or was refused, by reason."}, []string{"reason"}),
-		deferred: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
-			Name: "admission_deferred_total", Help: "Accepted TCP connections that waited for an admission token (Config.AdmitRate)."}),
+		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "admission_deferred_total", Help: "Accepted TCP connections that waited before their handshake, by reason: rate (an admission token), handshakes (a handshake slot)."}, []string{"reason"}),
 		deferWait: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
-			Name: "admission_wait_seconds_total", Help: "Time accepted TCP connections waited for an admission token, seconds."}),
+			Name: "admission_wait_seconds_total", Help: "Time accepted TCP connections waited before their handshake (admission token or handshake slot), seconds."}),
 	}
+	m.deferred.WithLabelValues(deferRate)
+	m.deferred.WithLabelValues(deferHandshakes)
 	for i := range m.droppedBy {
 		m.droppedBy[i] = m.dropped.WithLabelValues(dropReason(i).String())
 	}
@@ -120,9 +123,15 @@ func (m *Metrics) handshakeFailed(reason string) {
 	}
 }
 
-func (m *Metrics) admissionDeferred(wait time.Duration) {
+// Reasons of admission_deferred_total.
+const (
+	deferRate       = "rate"
+	deferHandshakes = "handshakes"
+)
+
+func (m *Metrics) admissionDeferred(reason string, wait time.Duration) {
 	if m != nil {
-		m.deferred.Inc()
+		m.deferred.WithLabelValues(reason).Inc()
 		m.deferWait.Add(wait.Seconds())
 	}
 }
