@@ -68,6 +68,7 @@ type ChurnReport struct {
 	EndFaces, EndSubs, EndToks int
 	// The critical subset: samples sent to it (× sessions) and missed.
 	CritSent, CritMissed, CritSessionsMissed int
+	Duplicates                               int // samples a critical session received twice
 	Err                                      string
 }
 
@@ -153,6 +154,7 @@ loop:
 		return rep, err
 	}
 	rep.CritSent, rep.CritMissed, rep.CritSessionsMissed = ls.SentBC, ls.MissedBC, ls.SessionsMissedBC
+	rep.Duplicates = ls.Duplicates
 	rep.Warmup = Warmup(o.Duration)
 	fit := func(f func(ChurnSample) float64) Slope {
 		var x, y []float64
@@ -246,7 +248,7 @@ func (r *ChurnReport) Markdown() string {
 	agree := r.EndFaces == r.Live && r.EndSubs == r.Live && r.EndToks == r.Live
 	p("\nJoins %d (failed %d), leaves %d. After the soak: %d sessions open at the load generator; the route table holds %d device faces, %d subscribers, %d tokens: %s.\n",
 		r.Joins, r.JoinFailed, r.Leaves, r.Live, r.EndFaces, r.EndSubs, r.EndToks, map[bool]string{true: "every leave's declarations undone", false: "**they disagree**"}[agree])
-	p("Critical subset: %d of %d samples missed (%d sessions missed any).\n", r.CritMissed, r.CritSent, r.CritSessionsMissed)
+	p("Critical subset: %d of %d samples missed (%d sessions missed any), %d received twice.\n", r.CritMissed, r.CritSent, r.CritSessionsMissed, r.Duplicates)
 	if r.Err != "" {
 		p("\nERROR: %s\n", r.Err)
 	}

@@ -142,5 +142,5 @@ func (g *loadgen) losses(arg string) map[string]any {
 	}
 	return map[string]any{"ev": "losses", "sent_ab": int(b-a) * k, "sent_bc": int(c-b) * k,
 		"missed_ab": sumAB, "missed_bc": sumBC, "max_session_ab": maxAB, "max_session_bc": maxBC,
-		"sessions_missed_ab": devAB, "sessions_missed_bc": devBC}
+		"sessions_missed_ab": devAB, "sessions_missed_bc": devBC, "duplicates": g.dups.Load()}
 }

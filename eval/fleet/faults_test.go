@@ -1,10 +1,13 @@
 package fleet
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"net"
 	"testing"
 	"time"
 
@@ -201,6 +204,7 @@ func TestSmallStormInProcess(t *testing.T) {
 	require.EqualValues(t, 150, g.deliv.Load(), "3 samples × 50 sessions, once each")
 	l := g.losses("0 3 3")
 	require.Zero(t, l["missed_ab"])
+	require.EqualValues(t, 0, l["duplicates"])
 }
 
 // TestChurnInProcess: 30 sessions, 20 joins/s and 20 leaves/s for 1 s, the first 5 kept:
@@ -228,4 +232,28 @@ func TestChurnInProcess(t *testing.T) {
 	}
 	g.mu.Unlock()
 	require.Zero(t, g.lost.Load(), "no session closed by the router")
+}
+
+// TestReadCountsDuplicates: a session that receives sample 5 twice and 6 once records both,
+// counts 3 deliveries and 1 duplicate.
+func TestReadCountsDuplicates(t *testing.T) {
+	g := &loadgen{n: 1}
+	g.init(64, 1, 0)
+	var stream []byte
+	for _, seq := range []uint32{5, 6, 5} {
+		p := make([]byte, 32)
+		encodeFan(p, seq, time.Now())
+		stream = append(stream, byte(len(p)), 0)
+		stream = append(stream, p...)
+	}
+	a, b := net.Pipe()
+	defer b.Close()
+	s := &rawSession{c: a, br: bufio.NewReader(bytes.NewReader(stream))}
+	g.wg.Add(1)
+	g.read(0, s) // returns at the end of the stream
+	require.EqualValues(t, 3, g.deliv.Load())
+	require.EqualValues(t, 1, g.dups.Load())
+	l := g.losses("5 7 7")
+	require.Equal(t, 0, l["missed_ab"])
+	require.EqualValues(t, 1, l["duplicates"])
 }

@@ -275,6 +275,7 @@ type lgEvent struct {
 	JoinFailed       int `json:"join_failed"`
 	Leaves           int `json:"leaves"`
 	Live             int `json:"live"`
+	Duplicates       int `json:"duplicates"`
 }
 
 type loadgenProc struct{ p *benchkit.Proc }

@@ -116,6 +116,7 @@ type loadgen struct {
 	redials    atomic.Int64 // failed reopen attempts
 	maxSeq     uint32
 	seen       [][]atomic.Uint64 // per session (first n), bit seq: received
+	dups       atomic.Int64      // samples a session of seen received again
 	churn      churnState
 }
 
@@ -338,7 +339,9 @@ func (g *loadgen) read(i int, s *rawSession) {
 			}
 			sent := int64(binary.LittleEndian.Uint64(p[8:]))
 			if seq := binary.LittleEndian.Uint32(p[4:]); i < len(g.seen) && seq < g.maxSeq {
-				g.seen[i][seq/64].Or(1 << (seq % 64))
+				if g.seen[i][seq/64].Or(1<<(seq%64))&(1<<(seq%64)) != 0 {
+					g.dups.Add(1) // received twice: a routing duplicate
+				}
 			}
 			g.deliv.Add(1)
 			if i < len(g.withData) {

@@ -41,8 +41,9 @@ type StormRow struct {
 	// session was delivering (window), and in the After seconds that followed.
 	SentWindow, MissedWindow, MaxSessionWindow, SessionsMissedWindow int
 	SentAfter, MissedAfter, SessionsMissedAfter                      int
-	PubFailed                                                        int64   // ticks the publisher could not send (upstream down)
-	Deferred                                                         float64 // admission_deferred_total of the gateway (new process for "gateway")
+	Duplicates                                                       int    // samples a session received twice, over the whole run so far
+	PubFailed                                                        int64  // ticks the publisher could not send (upstream down)
+	Deferred                                                         string // admission_deferred_total of the gateway by reason (new process for "gateway")
 	DeferWait                                                        float64
 	HSRefused                                                        float64 // handshake_failures_total{reason="refused"}
 	Demotions                                                        float64 // class transitions to noncritical during the fault (run only)
@@ -253,6 +254,7 @@ func stormFault(o StormOptions, fault string, topo *topology, lg loadgenProc, pu
 	}
 	row.SentWindow, row.MissedWindow, row.MaxSessionWindow, row.SessionsMissedWindow = ls.SentAB, ls.MissedAB, ls.MaxSessionAB, ls.SessionsMissedAB
 	row.SentAfter, row.MissedAfter, row.SessionsMissedAfter = ls.SentBC, ls.MissedBC, ls.SessionsMissedBC
+	row.Duplicates = ls.Duplicates
 	st1, err := lg.cmd("status", "status", 10*time.Second)
 	if err != nil {
 		return row, err
@@ -264,7 +266,7 @@ func stormFault(o StormOptions, fault string, topo *topology, lg loadgenProc, pu
 		if fault == "upstream" { // same gateway process: the fault's share
 			m1 = benchkit.Delta(m0, m1)
 		}
-		row.Deferred = m1.Sum("picobridge_transport_admission_deferred_total", nil)
+		row.Deferred = reasons(m1.By("picobridge_transport_admission_deferred_total", "reason"))
 		row.DeferWait = m1.Sum("picobridge_transport_admission_wait_seconds_total", nil)
 		row.HSRefused = m1.Sum("picobridge_transport_handshake_failures_total", map[string]string{"reason": "refused"})
 		row.Demotions = m1.Sum("picobridge_device_class_transitions_total", map[string]string{"to": "noncritical"})
@@ -288,17 +290,17 @@ func (r *StormReport) Markdown() string {
 	p := func(f string, a ...any) { b = fmt.Appendf(b, f, a...) }
 	p("## Reconnect storm (%s UTC)\n\n", r.Start.UTC().Format("2006-01-02 15:04"))
 	p("Load average at start %s, at end %s; %s.\n\n", r.Load0, r.LoadEnd, r.Env)
-	p("| fault | sessions | back up | all open s | all delivering s | reconnects | failed opens | idle RSS MiB | peak RSS MiB | gateway CPU %% | critical missed in window | sessions missing any | max per session | missed after (of sent) | publisher ticks lost | admission deferred (wait s) | handshakes refused | demotions | gateway drops |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| fault | sessions | back up | all open s | all delivering s | reconnects | failed opens | idle RSS MiB | peak RSS MiB | gateway CPU %% | critical missed in window | sessions missing any | max per session | missed after (of sent) | duplicates | publisher ticks lost | admission deferred (wait s) | handshakes refused | demotions | gateway drops |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.Rows {
 		if x.Err != "" {
-			p("| %s | %d | ERROR: %s ||||||||||||||||||\n", x.Fault, x.Sessions, x.Err)
+			p("| %s | %d | ERROR: %s |||||||||||||||||||\n", x.Fault, x.Sessions, x.Err)
 			continue
 		}
-		p("| %s | %d | %d | %s | %s | %d | %d | %s | %s | %.0f | %d / %d (%.2f %%) | %d | %d | %d / %d | %d | %.0f (%.1f) | %.0f | %.0f | %s |\n",
+		p("| %s | %d | %d | %s | %s | %d | %d | %s | %s | %.0f | %d / %d (%.2f %%) | %d | %d | %d / %d | %d | %d | %s (%.1f s) | %.0f | %.0f | %s |\n",
 			x.Fault, x.Sessions, x.BackUp, secs(x.UpSecs), secs(x.DataSecs), x.Reconnects, x.Redials,
 			mib(x.IdleRSS), mib(x.PeakRSS), x.CPU, x.MissedWindow, x.SentWindow, pct(x.MissedWindow, x.SentWindow),
-			x.SessionsMissedWindow, x.MaxSessionWindow, x.MissedAfter, x.SentAfter, x.PubFailed, x.Deferred, x.DeferWait, x.HSRefused, x.Demotions, x.Drops)
+			x.SessionsMissedWindow, x.MaxSessionWindow, x.MissedAfter, x.SentAfter, x.Duplicates, x.PubFailed, x.Deferred, x.DeferWait, x.HSRefused, x.Demotions, x.Drops)
 	}
 	for _, n := range r.Notes {
 		p("\n%s\n", n)
