@@ -69,7 +69,11 @@ type ChurnReport struct {
 	// The critical subset: samples sent to it (× sessions) and missed.
 	CritSent, CritMissed, CritSessionsMissed int
 	Duplicates                               int // samples a critical session received twice
-	Err                                      string
+	// Gateway's /metrics at the end: lane drops by reason (critical routes' drops by
+	// reason), router drops by reason, supervisor mode changes.
+	Drops, CritDrops, RouterDrops string
+	SupervisorTransitions         float64
+	Err                           string
 }
 
 // Churn keeps Sessions devices on the gateway while JoinHz join and LeaveHz leave per
@@ -148,6 +152,12 @@ loop:
 		rep.EndFaces, rep.EndSubs, rep.EndToks = s.Faces, s.Subs, s.Toks
 	} else {
 		return rep, err
+	}
+	if m, err := topo.gw.metrics(); err == nil {
+		rep.Drops = reasons(m.By("picobridge_bridge_samples_dropped_total", "reason"))
+		rep.CritDrops = reasons(m.By("picobridge_bridge_critical_samples_dropped_total", "reason"))
+		rep.RouterDrops = reasons(m.By("picobridge_router_dropped_total", "reason"))
+		rep.SupervisorTransitions = m.Sum("picobridge_bridge_supervisor_transitions_total", nil)
 	}
 	ls, err := lg.cmd(fmt.Sprintf("losses %d %d %d %d", seqA, seqA, seqC, o.Critical), "losses", 30*time.Second)
 	if err != nil {
@@ -249,6 +259,8 @@ func (r *ChurnReport) Markdown() string {
 	p("\nJoins %d (failed %d), leaves %d. After the soak: %d sessions open at the load generator; the route table holds %d device faces, %d subscribers, %d tokens: %s.\n",
 		r.Joins, r.JoinFailed, r.Leaves, r.Live, r.EndFaces, r.EndSubs, r.EndToks, map[bool]string{true: "every leave's declarations undone", false: "**they disagree**"}[agree])
 	p("Critical subset: %d of %d samples missed (%d sessions missed any), %d received twice.\n", r.CritMissed, r.CritSent, r.CritSessionsMissed, r.Duplicates)
+	p("Gateway drops over the run (lanes by reason): %s; of critical routes: %s; router: %s; supervisor mode changes: %.0f.\n",
+		orNone(r.Drops), orNone(r.CritDrops), orNone(r.RouterDrops), r.SupervisorTransitions)
 	if r.Err != "" {
 		p("\nERROR: %s\n", r.Err)
 	}
@@ -260,4 +272,11 @@ func se2(s Slope) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f", 2*s.StdErr)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
