@@ -66,6 +66,7 @@ func (g *loadgen) reopen(i int) {
 			return
 		}
 		g.redials.Add(1)
+		g.reopenErr.Store(err.Error())
 		g.mu.Lock()
 		d := g.model.RetryAfter(g.rng)
 		g.mu.Unlock()

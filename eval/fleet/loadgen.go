@@ -114,6 +114,7 @@ type loadgen struct {
 	stopOnce   sync.Once
 	reconnects atomic.Int64 // sessions reopened
 	redials    atomic.Int64 // failed reopen attempts
+	reopenErr  atomic.Value // string: the last failed reopen's error
 	maxSeq     uint32
 	seen       [][]atomic.Uint64 // per session (first n), bit seq: received
 	dups       atomic.Int64      // samples a session of seen received again
@@ -206,8 +207,9 @@ func (g *loadgen) run(in io.Reader) {
 				"lost_sessions": g.lost.Load(), "p50_ms": jsonNum(g.lat.quantile(0.5)), "p99_ms": jsonNum(g.lat.quantile(0.99)),
 				"max_ms": jsonNum(g.lat.quantile(1))})
 		case "status":
+			le, _ := g.reopenErr.Load().(string)
 			g.emit(map[string]any{"ev": "status", "up": g.up(), "reconnects": g.reconnects.Load(), "redials": g.redials.Load(),
-				"lost_sessions": g.lost.Load()})
+				"lost_sessions": g.lost.Load(), "first_error": le})
 		case "losses":
 			g.emit(g.losses(arg))
 		case "churn":

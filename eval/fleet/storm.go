@@ -260,6 +260,9 @@ func stormFault(o StormOptions, fault string, topo *topology, lg loadgenProc, pu
 		return row, err
 	}
 	row.Reconnects, row.Redials = st1.Reconnects-st0.Reconnects, st1.Redials-st0.Redials
+	if row.Redials > 0 {
+		fmt.Fprintf(o.Log, "storm %s: %d failed opens, the last: %s\n", fault, row.Redials, st1.FirstError)
+	}
 	row.PubFailed = pub.fails.Load() - fails0
 	m1, err := topo.gw.metrics()
 	if err == nil {
