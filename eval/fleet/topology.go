@@ -146,22 +146,25 @@ func startTopology(o FaultOptions) (*topology, error) {
 		return nil, err
 	}
 	t := &topology{up: up}
-	upEP := "tcp/" + up.addr
-	if o.Gateway == GoRouter {
-		t.gw, err = newNode("gateway", o.Picobridge, o.RouterCPUs, func(ep, h string) []string {
-			return append([]string{"router", "-l", ep, "-e", upEP, "--metrics", h, "--log-level", "error", "-i", gatewayZID}, o.GatewayArgs...)
-		}, "/metrics")
-	} else {
-		t.gw, err = newNode("gateway", o.Picobridge, o.RouterCPUs, func(ep, h string) []string {
-			return append([]string{"run", "--no-dds", "-l", ep, "-e", upEP, "--metrics", h, "--log-level", "error", "-i", gatewayZID,
-				"--devices-all-clients", "--critical", "/" + fanKey}, o.GatewayArgs...)
-		}, "/healthz")
-	}
+	t.gw, err = startGateway(o, "gateway", gatewayZID, "tcp/"+up.addr)
 	if err != nil {
 		up.stop()
 		return nil, err
 	}
 	return t, nil
+}
+
+// startGateway starts the system under test with zid, connected to upEP.
+func startGateway(o FaultOptions, name, zid, upEP string) (*node, error) {
+	if o.Gateway == GoRouter {
+		return newNode(name, o.Picobridge, o.RouterCPUs, func(ep, h string) []string {
+			return append([]string{"router", "-l", ep, "-e", upEP, "--metrics", h, "--log-level", "error", "-i", zid}, o.GatewayArgs...)
+		}, "/metrics")
+	}
+	return newNode(name, o.Picobridge, o.RouterCPUs, func(ep, h string) []string {
+		return append([]string{"run", "--no-dds", "-l", ep, "-e", upEP, "--metrics", h, "--log-level", "error", "-i", zid,
+			"--devices-all-clients", "--critical", "/" + fanKey}, o.GatewayArgs...)
+	}, "/healthz")
 }
 
 func (t *topology) stop() {
