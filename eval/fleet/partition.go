@@ -38,7 +38,8 @@ type PartitionReport struct {
 	BDevUp     int
 	ALost      int // device sessions the gateways closed
 	BLost      int
-	Loops      float64 // the gateways' picobridge_router_dropped_total{reason="loop"}
+	Loops      float64   // the gateways' picobridge_router_dropped_total{reason="loop"}
+	Drops      [2]string // per gateway: lane drops of critical routes by reason, router drops by reason
 	ZenohdNote string
 }
 
@@ -202,9 +203,12 @@ func Partition(ctx context.Context, o PartitionOptions) (*PartitionReport, error
 		return rep, err
 	}
 	rep.ADevUp, rep.BDevUp, rep.ALost, rep.BLost = sa.Up, sb.Up, sa.LostSessions, sb.LostSessions
-	for _, g := range []*node{g1, g2} {
+	for i, g := range []*node{g1, g2} {
 		if m, err := g.metrics(); err == nil {
 			rep.Loops += m.Sum("picobridge_router_dropped_total", map[string]string{"reason": "loop"})
+			rep.Drops[i] = fmt.Sprintf("lanes (critical routes): %s; router: %s",
+				orNone(reasons(m.By("picobridge_bridge_critical_samples_dropped_total", "reason"))),
+				orNone(reasons(m.By("picobridge_router_dropped_total", "reason"))))
 		}
 	}
 	out, _ := benchkit.Start("zenohd-version", nil, o.Zenohd, "--version")
@@ -234,6 +238,7 @@ func (r *PartitionReport) Markdown() string {
 	}
 	row("A (with the publisher)", r.A, r.ADevUp, r.ALost)
 	row("B (across the cut)", r.B, r.BDevUp, r.BLost)
-	p("\nHeal → every side-B device delivering: %s s (lease 10 s). Loop drops at the gateways: %.0f.\n", secs(r.HealSecs), r.Loops)
+	p("\nHeal → every side-B device delivering: %s s (lease 10 s). Loop drops at the gateways: %.0f. Gateway 1 drops over the run: %s. Gateway 2: %s.\n",
+		secs(r.HealSecs), r.Loops, r.Drops[0], r.Drops[1])
 	return b.String()
 }
