@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -256,4 +257,55 @@ func TestReadCountsDuplicates(t *testing.T) {
 	l := g.losses("5 7 7")
 	require.Equal(t, 0, l["missed_ab"])
 	require.EqualValues(t, 1, l["duplicates"])
+}
+
+// TestCutProxy: bytes pass both ways; a cut ends the forwarded connection and refuses new
+// dials; a heal accepts again on the same address.
+func TestCutProxy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() { // echo server
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	p, err := newCutProxy(ln.Addr().String())
+	require.NoError(t, err)
+	defer p.close()
+	echo := func() (net.Conn, error) {
+		c, err := net.Dial("tcp", p.addr)
+		if err != nil {
+			return nil, err
+		}
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("ping")); err != nil {
+			return c, err
+		}
+		b := make([]byte, 4)
+		_, err = io.ReadFull(c, b)
+		if err == nil && string(b) != "ping" {
+			err = io.ErrUnexpectedEOF
+		}
+		return c, err
+	}
+	c, err := echo()
+	require.NoError(t, err)
+	p.cut()
+	_, err = c.Read(make([]byte, 1))
+	require.Error(t, err, "the forwarded connection ends at the cut")
+	_ = c.Close()
+	_, err = net.Dial("tcp", p.addr)
+	require.Error(t, err, "refused while cut")
+	require.NoError(t, p.heal())
+	c, err = echo()
+	require.NoError(t, err)
+	_ = c.Close()
 }
