@@ -62,7 +62,13 @@ func main() {
 		if gw == "" {
 			benchkit.Fail(cmd, 2, fmt.Errorf("--gateway %q: want run or router", *gateway))
 		}
-		runFault(*mode, fleet.FaultOptions{Picobridge: *bin, Gateway: gw, RateHz: *rate, Batch: *batch,
+		faultSize := 0 // the fault runs' own default (64 B) unless --size was given
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name == "size" {
+				faultSize = *size
+			}
+		})
+		runFault(*mode, fleet.FaultOptions{Picobridge: *bin, Gateway: gw, RateHz: *rate, Batch: *batch, Size: faultSize,
 			Sources: *sources, Dials: *dials, GatewayArgs: gatewayArgs, LoadgenCPUs: *loadgenCPUs, RouterCPUs: *routerCPUs,
 			Jitter: *jitter, Seed: *seed, Log: os.Stderr}, *sessions, *out,
 			fleet.StormOptions{Down: *down, After: *after, Budget: *stormBudget, Faults: benchkit.SplitList(*faults), Idle: *idle},
