@@ -40,8 +40,45 @@ func main() {
 	var routerArgs, gatewayArgs benchkit.Repeated
 	flag.Var(&routerArgs, "router-arg", "extra argument for `picobridge router` (repeatable)")
 	flag.Var(&gatewayArgs, "run-arg", "extra argument for `picobridge run` (repeatable), e.g. --run-arg=--devices-all-clients")
+	mode := flag.String("mode", "bench", "bench (the fan-out table), storm (reconnect storm, issue 29 item 1), churn (churn soak, item 2) or partition (item 3); docs/fleetbench.md")
+	cut := flag.Duration("cut", 2*time.Minute, "partition: how long the zenohd–zenohd link stays cut")
+	zenohd := flag.String("zenohd", "", "partition: zenohd binary (default $PICOBRIDGE_ANCHORS/bin/zenohd, scripts/anchors.sh)")
+	gateway := flag.String("gateway", "run", "storm/churn: the system under test, run (picobridge run --no-dds --devices-all-clients) or router")
+	faults := flag.String("faults", "gateway,upstream", "storm: faults in order: gateway (SIGKILL + restart the gateway), upstream (SIGKILL + restart the upstream router)")
+	down := flag.Duration("down", time.Second, "storm: between the kill and the restart")
+	after := flag.Duration("after", 10*time.Second, "storm: watch the critical stream this long after every device is back")
+	stormBudget := flag.Duration("budget", 120*time.Second, "storm: the longest a fault may take to settle")
+	jitter := flag.Duration("jitter", 0, "storm: extra uniform jitter per reconnect attempt (0 = zenoh-pico as it is: 1 s between reopens, no jitter)")
+	seed := flag.Uint64("seed", 1, "storm/churn: seed of the devices' keep-alive phases and the churn's choices")
+	joins := flag.Float64("joins", 10, "churn: sessions joining per second")
+	leaves := flag.Float64("leaves", 10, "churn: sessions leaving per second")
+	soak := flag.Duration("soak", 30*time.Minute, "churn: duration of the soak")
+	critical := flag.Int("critical-sessions", 100, "churn: sessions that never leave and whose critical samples are checked")
+	sample := flag.Duration("sample", 5*time.Second, "churn: sampling period of RSS, goroutines, fds and route tables")
 	profile := flag.String("profile", "", "profile the picobridge systems into this folder during the fan-out window: fleet-<n>-sessions-<system>.cpu, .allocs (pprof) and .trace (go tool trace) (docs/perf.md)")
 	flag.Parse()
+	if *mode == "storm" || *mode == "churn" || *mode == "partition" {
+		gw := map[string]fleet.System{"run": fleet.Gateway, "router": fleet.GoRouter}[*gateway]
+		if gw == "" {
+			benchkit.Fail(cmd, 2, fmt.Errorf("--gateway %q: want run or router", *gateway))
+		}
+		faultSize := 0 // the fault runs' own default (64 B) unless --size was given
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name == "size" {
+				faultSize = *size
+			}
+		})
+		runFault(*mode, fleet.FaultOptions{Picobridge: *bin, Gateway: gw, RateHz: *rate, Batch: *batch, Size: faultSize,
+			Sources: *sources, Dials: *dials, GatewayArgs: gatewayArgs, LoadgenCPUs: *loadgenCPUs, RouterCPUs: *routerCPUs,
+			Jitter: *jitter, Seed: *seed, Log: os.Stderr}, *sessions, *out,
+			fleet.StormOptions{Down: *down, After: *after, Budget: *stormBudget, Faults: benchkit.SplitList(*faults), Idle: *idle},
+			fleet.ChurnOptions{JoinHz: *joins, LeaveHz: *leaves, Duration: *soak, Critical: *critical, Sample: *sample},
+			fleet.PartitionOptions{Zenohd: *zenohd, Cut: *cut, After: *after, Budget: *stormBudget})
+		return
+	}
+	if *mode != "bench" {
+		benchkit.Fail(cmd, 2, fmt.Errorf("--mode %q: want bench, storm, churn or partition", *mode))
+	}
 
 	o := fleet.Options{Picobridge: *bin, Duration: *duration, Drain: *drain, Idle: *idle, Size: *size, Batch: *batch,
 		Sources: *sources, Dials: *dials, ConnectBudget: *budget, RouterArgs: routerArgs, GatewayArgs: gatewayArgs, Log: os.Stderr, ProfileDir: *profile,
@@ -79,6 +116,56 @@ func main() {
 		}
 	}
 	if err != nil {
+		benchkit.Fail(cmd, 1, err)
+	}
+}
+
+// runFault runs the storm or the churn soak for each --sessions row and prints its tables.
+func runFault(mode string, fo fleet.FaultOptions, sessions, out string, so fleet.StormOptions, co fleet.ChurnOptions, po fleet.PartitionOptions) {
+	ctx, stop := benchkit.SignalContext()
+	defer stop()
+	var md string
+	for _, f := range benchkit.SplitList(sessions) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			benchkit.Fail(cmd, 2, fmt.Errorf("--sessions: %q is not a positive number", f))
+		}
+		fo.Sessions = n
+		if mode == "partition" {
+			po.FaultOptions = fo
+			rep, err := fleet.Partition(ctx, po)
+			if rep != nil {
+				md += rep.Markdown() + "\n"
+			}
+			if err != nil {
+				benchkit.Fail(cmd, 1, err)
+			}
+		} else if mode == "storm" {
+			so.FaultOptions = fo
+			rep, err := fleet.Storm(ctx, so)
+			if rep != nil {
+				md += rep.Markdown() + "\n"
+			}
+			if err != nil {
+				benchkit.Fail(cmd, 1, err)
+			}
+		} else {
+			co.FaultOptions = fo
+			rep, err := fleet.Churn(ctx, co)
+			if rep != nil {
+				md += rep.Markdown() + "\n"
+			}
+			if err != nil {
+				benchkit.Fail(cmd, 1, err)
+			}
+		}
+	}
+	upstream := "the upstream `picobridge router`"
+	if mode == "partition" {
+		upstream = "zenohd Z1"
+	}
+	md += fmt.Sprintf("picobridge: %s. Devices: raw Zenoh client sessions as zenoh-pico opens them (subscriber on fleet/fan and a liveliness token each, lease 10 s, zenoh-pico's auto-reconnect: eval/fleet/reconnect.go). Critical stream: %.0f Hz from a raw Zenoh session on %s; gateway: %s.\n", fo.Picobridge, fo.RateHz, upstream, fo.Gateway)
+	if err := benchkit.Emit(md, out); err != nil {
 		benchkit.Fail(cmd, 1, err)
 	}
 }

@@ -56,6 +56,8 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"router", "-e", "127.0.0.1:7447"}, 2, `picobridge: --connect: transport: endpoint "127.0.0.1:7447": want proto/host:port (allowed: tcp/<host>:<port>, udp/<host>:<port>, tls/<host>:<port>)`},
 		{[]string{"router", "--metrics", "127.0.0.1:99999"}, 2, `picobridge: --metrics "127.0.0.1:99999": port "99999": want 0 to 65535`},
 		{[]string{"router", "--lease", "1ms"}, 2, `picobridge: --lease 1ms: want 1s to 1h0m0s`},
+		{[]string{"router", "--admit-rate", "-1"}, 2, `picobridge: --admit-rate -1: must be ≥ 0`},
+		{[]string{"run", "--no-dds", "--metrics", "off", "-l", "tcp/127.0.0.1:0", "--admit-burst", "-2"}, 2, `picobridge: --admit-burst -2: must be ≥ 0`},
 		{[]string{"router", "--connect-as", "peer"}, 2, `picobridge: --connect-as "peer": want client or router`},
 		{[]string{"knobs", "advise", "--platform", "zephyr"}, 2, `picobridge: knobs advise: want --traffic FILE, or --gateway ADDR for the traffic a running gateway observes`},
 		{[]string{"knobs", "explain", "--platform", "vxworks"}, 2, `picobridge: platform: no platform named "vxworks" (known: baremetal, freertos, generic, nuttx, posix, threadx, zephyr)`},

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
@@ -38,9 +39,10 @@ type routerOptions struct {
 	maxMsg   int
 	logLevel string
 	metrics  string
-	pprof    string    // --pprof ADDR: net/http/pprof on a listener of its own (pprof.go)
-	gc       gcOptions // --gogc, --memory-limit (gc.go)
-	cfg      []string  // --cfg KEY:VALUE: scouting (scout.go), security (security.go), transport weights (routing.go)
+	pprof    string       // --pprof ADDR: net/http/pprof on a listener of its own (pprof.go)
+	gc       gcOptions    // --gogc, --memory-limit (gc.go)
+	admit    admitOptions // --admit-rate, --admit-burst (admit.go)
+	cfg      []string     // --cfg KEY:VALUE: scouting (scout.go), security (security.go), transport weights (routing.go)
 	// connectAs: the role -e dials with, "client" (default) or "router"
 	// (zenohd's way: link-state with a router, docs/router.md).
 	connectAs string
@@ -92,6 +94,7 @@ upstream routers and forwards both ways. SIGINT or SIGTERM stops it gracefully.`
 	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus /metrics and the JSON status /routerz on this address (e.g. 127.0.0.1:9464); off when empty")
 	addPprofFlag(f, &o.pprof)
 	addGCFlags(f, &o.gc)
+	addAdmitFlags(f, &o.admit)
 	f.StringArrayVar(&o.cfg, "cfg", nil, "set a configuration key, zenohd style KEY:VALUE (repeatable); keys: "+strings.Join(cfgKeyNames(), ", ")+
 		" (multicast scouting answers only on the interfaces named, none by default; access_control takes a JSON object, docs/security.md; "+
 		transportWeightsKey+` a JSON list of {"dst_zid": "<zid hex>", "weight": 1..65535}, docs/router.md)`)
@@ -152,6 +155,9 @@ const (
 
 // validate checks every flag before anything starts.
 func (o *routerOptions) validate() error {
+	if err := o.admit.validate(); err != nil {
+		return err
+	}
 	if o.lease < minRouterLease || o.lease > maxRouterLease {
 		return fmt.Errorf("--lease %s: want %s to %s", o.lease, minRouterLease, maxRouterLease)
 	}
@@ -242,6 +248,7 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	weights, _ := o.transportWeights() // validated above
 	cfg := zenohpath.RouterConfig{Logger: log, ACL: sec.acl, DialAsRouter: o.connectAs == "router", TransportWeights: weights,
 		Transport: transport.Config{Lease: o.lease, BatchSize: o.batch, MaxMessageSize: o.maxMsg, TLS: sec.tls, UsrPwd: sec.usrpwd}}
+	o.admit.apply(&cfg.Transport)
 	if o.id != "" {
 		if cfg.ZID, err = parseZID(o.id); err != nil {
 			return err
@@ -253,6 +260,9 @@ func runRouter(ctx context.Context, o routerOptions, logOut interface{ Write([]b
 	}
 	defer stopPprof()
 	reg := prometheus.NewRegistry()
+	// go_goroutines and the process_ series (open fds, RSS), as `run` serves them: the
+	// churn soak's leak check reads them (docs/fleetbench.md).
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Metrics, err = zenohpath.NewMetrics(reg); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/picobridge/picobridge/ddspath"
 	"github.com/picobridge/picobridge/firmware"
 	"github.com/picobridge/picobridge/internal/cli"
+	"github.com/picobridge/picobridge/zenohpath/transport"
 )
 
 func init() { subcommands = append(subcommands, newRunCommand) }
@@ -37,8 +38,9 @@ type runOptions struct {
 	nodename      string
 	rosDistro     string
 	metrics       string
-	pprof         string    // --pprof ADDR (pprof.go)
-	gc            gcOptions // --gogc, --memory-limit (gc.go)
+	pprof         string       // --pprof ADDR (pprof.go)
+	gc            gcOptions    // --gogc, --memory-limit (gc.go)
+	admit         admitOptions // --admit-rate, --admit-burst (admit.go)
 	keyStyle      string
 	allow, deny   []string
 	critical      []string
@@ -111,6 +113,7 @@ SIGINT or SIGTERM stops it.`,
 	f.StringVar(&o.metrics, "metrics", "", "HTTP address of /metrics /healthz /devicez /routez (metrics.listen); \"off\" disables")
 	addPprofFlag(f, &o.pprof)
 	addGCFlags(f, &o.gc)
+	addAdmitFlags(f, &o.admit)
 	f.StringVar(&o.keyStyle, "key-style", "", "Zenoh key style: plain or rmw_zenoh (routes.key_style)")
 	f.StringArrayVarP(&o.allow, "allow", "a", nil, "regex of ROS names to bridge (repeatable; routes.allow)")
 	f.StringArrayVar(&o.deny, "deny", nil, "regex of ROS names not to bridge (repeatable; routes.deny)")
@@ -265,6 +268,11 @@ func runGateway(ctx context.Context, o runOptions, cfg *bridge.Config, logOut io
 	if err != nil {
 		return err
 	}
+	if err := o.admit.validate(); err != nil {
+		return cli.Usage(err)
+	}
+	var tc transport.Config
+	o.admit.apply(&tc)
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
 	stopPprof, err := startRuntime(o.gc, o.pprof, log)
 	if err != nil {
@@ -277,6 +285,7 @@ func runGateway(ctx context.Context, o runOptions, cfg *bridge.Config, logOut io
 		DDS:              ddspath.Config{Interface: o.ddsInterface, Multicast: o.ddsMulticast, Peers: o.ddsPeers},
 		DisableDDS:       o.noDDS,
 		AttachAllClients: o.allClients,
+		Transport:        tc,
 		Logger:           log,
 		Version:          short,
 		Revision:         buildRevision(),

@@ -259,6 +259,23 @@ type lgEvent struct {
 	P50              float64 `json:"p50_ms"`
 	P99              float64 `json:"p99_ms"`
 	Max              float64 `json:"max_ms"`
+	// Fault runs (faults.go, churn.go).
+	Up               int `json:"up"`
+	Reconnects       int `json:"reconnects"`
+	Redials          int `json:"redials"`
+	SentAB           int `json:"sent_ab"`
+	SentBC           int `json:"sent_bc"`
+	MissedAB         int `json:"missed_ab"`
+	MissedBC         int `json:"missed_bc"`
+	MaxSessionAB     int `json:"max_session_ab"`
+	MaxSessionBC     int `json:"max_session_bc"`
+	SessionsMissedAB int `json:"sessions_missed_ab"`
+	SessionsMissedBC int `json:"sessions_missed_bc"`
+	Joins            int `json:"joins"`
+	JoinFailed       int `json:"join_failed"`
+	Leaves           int `json:"leaves"`
+	Live             int `json:"live"`
+	Duplicates       int `json:"duplicates"`
 }
 
 type loadgenProc struct{ p *benchkit.Proc }

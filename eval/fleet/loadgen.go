@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -26,6 +27,12 @@ const (
 	dialsEnv                                              = "FLEETBENCH_DIALS"   // concurrent dials (default 32)
 	connectEnv                                            = "FLEETBENCH_CONNECT" // deadline of the whole connect phase (default 180s)
 	addrEnv, nEnv, sourcesEnv, keyEnv, batchEnv, leaseEnv = "FLEETBENCH_ADDR", "FLEETBENCH_N", "FLEETBENCH_SOURCES", "FLEETBENCH_KEY", "FLEETBENCH_BATCH", "FLEETBENCH_LEASE"
+	// Fault runs (storm.go, churn.go): "pico" makes a lost session reopen as zenoh-pico's
+	// auto-reconnect does (PicoReconnect); "1" declares a liveliness token per session
+	// besides the subscriber; MAXSEQ sizes the per-session record of the sequence numbers
+	// received (0: none); SEED seeds the keep-alive phases and the churn's choices;
+	// JITTER is PicoReconnect.Jitter.
+	reconnectEnv, tokenEnv, maxSeqEnv, seedEnv, jitterEnv = "FLEETBENCH_RECONNECT", "FLEETBENCH_TOKEN", "FLEETBENCH_MAXSEQ", "FLEETBENCH_SEED", "FLEETBENCH_JITTER"
 )
 
 // Payload layout of the fan-out samples: "PBF1", seq (u32 LE), send time (Unix ns, i64 LE).
@@ -95,6 +102,23 @@ type loadgen struct {
 	withData []atomic.Bool
 	lat      hist
 	out      *json.Encoder
+
+	// Fault runs.
+	reconnect  bool          // reopen lost sessions (PicoReconnect)
+	model      PicoReconnect // with reconnect
+	token      bool          // declare a liveliness token per session
+	epoch      time.Time     // the clock of PicoReconnect.Detect
+	phase      []float64     // per session: its keep-alive timer's phase in [0, 1)
+	rng        *rand.Rand    // guarded by mu
+	stop       chan struct{} // closed by leave: ends reopen waits
+	stopOnce   sync.Once
+	reconnects atomic.Int64 // sessions reopened
+	redials    atomic.Int64 // failed reopen attempts
+	reopenErr  atomic.Value // string: the last failed reopen's error
+	maxSeq     uint32
+	seen       [][]atomic.Uint64 // per session (first n), bit seq: received
+	dups       atomic.Int64      // samples a session of seen received again
+	churn      churnState
 }
 
 // RunChildIfRequested runs the load generator and exits when this process was started as
@@ -120,9 +144,36 @@ func RunChildIfRequested() {
 		g.lease = 10 * time.Second
 	}
 	g.sources = max(g.sources, 1)
-	g.withData = make([]atomic.Bool, g.n)
+	g.reconnect = os.Getenv(reconnectEnv) == "pico"
+	g.token = os.Getenv(tokenEnv) == "1"
+	ms, _ := strconv.ParseUint(os.Getenv(maxSeqEnv), 10, 32)
+	seed, _ := strconv.ParseUint(os.Getenv(seedEnv), 10, 64)
+	jitter, _ := time.ParseDuration(os.Getenv(jitterEnv))
+	g.init(uint32(ms), seed, jitter)
 	g.run(os.Stdin)
 	os.Exit(0)
+}
+
+// init sizes the per-session state: maxSeq sequence numbers recorded per session, the
+// keep-alive phases drawn from seed.
+func (g *loadgen) init(maxSeq uint32, seed uint64, jitter time.Duration) {
+	g.withData = make([]atomic.Bool, g.n)
+	g.model = DefaultPicoReconnect
+	g.model.Lease, g.model.Jitter = g.lease, jitter
+	g.epoch = time.Now()
+	g.rng = rand.New(rand.NewPCG(seed, 29))
+	g.phase = make([]float64, g.n)
+	for i := range g.phase {
+		g.phase[i] = g.rng.Float64()
+	}
+	g.stop = make(chan struct{})
+	g.maxSeq = maxSeq
+	if maxSeq > 0 {
+		g.seen = make([][]atomic.Uint64, g.n)
+		for i := range g.seen {
+			g.seen[i] = make([]atomic.Uint64, (maxSeq+63)/64)
+		}
+	}
 }
 
 func (g *loadgen) emit(v map[string]any) { _ = g.out.Encode(v) }
@@ -155,6 +206,14 @@ func (g *loadgen) run(in io.Reader) {
 			g.emit(map[string]any{"ev": "report", "deliveries": g.deliv.Load(), "sessions_with_data": k,
 				"lost_sessions": g.lost.Load(), "p50_ms": jsonNum(g.lat.quantile(0.5)), "p99_ms": jsonNum(g.lat.quantile(0.99)),
 				"max_ms": jsonNum(g.lat.quantile(1))})
+		case "status":
+			le, _ := g.reopenErr.Load().(string)
+			g.emit(map[string]any{"ev": "status", "up": g.up(), "reconnects": g.reconnects.Load(), "redials": g.redials.Load(),
+				"lost_sessions": g.lost.Load(), "first_error": le})
+		case "losses":
+			g.emit(g.losses(arg))
+		case "churn":
+			g.emit(g.runChurn(arg))
 		case "leave":
 			t0 := time.Now()
 			g.leave()
@@ -182,7 +241,9 @@ func (g *loadgen) connect() {
 	var firstErr atomic.Value
 	jobs := make(chan int)
 	var wg sync.WaitGroup
+	g.mu.Lock() // the keep-alive sweep may be reading it
 	g.sessions = make([]*rawSession, g.n)
+	g.mu.Unlock()
 	dials, _ := strconv.Atoi(os.Getenv(dialsEnv))
 	if dials <= 0 {
 		dials = 32
@@ -214,7 +275,7 @@ func (g *loadgen) connect() {
 					firstErr.CompareAndSwap(nil, err.Error())
 				}
 				if err == nil {
-					err = s.declareSubscriber(g.key, time.Now().Add(10*time.Second))
+					err = g.declare(i, s)
 				}
 				if err != nil {
 					failed.Add(1)
@@ -250,9 +311,20 @@ func (g *loadgen) read(i int, s *rawSession) {
 	for {
 		b, err := readStreamBatch(s.br, buf)
 		if err != nil {
-			if !g.leaving.Load() {
-				g.lost.Add(1)
+			g.mu.Lock()
+			ours := i < len(g.sessions) && g.sessions[i] == s // not closed by leave or churn
+			if ours {
+				g.sessions[i] = nil
 			}
+			g.mu.Unlock()
+			if ours && !g.leaving.Load() {
+				g.lost.Add(1)
+				if g.reconnect {
+					g.wg.Add(1)
+					go g.reopen(i)
+				}
+			}
+			_ = s.close()
 			return
 		}
 		buf = b
@@ -268,8 +340,15 @@ func (g *loadgen) read(i int, s *rawSession) {
 				continue
 			}
 			sent := int64(binary.LittleEndian.Uint64(p[8:]))
+			if seq := binary.LittleEndian.Uint32(p[4:]); i < len(g.seen) && seq < g.maxSeq {
+				if g.seen[i][seq/64].Or(1<<(seq%64))&(1<<(seq%64)) != 0 {
+					g.dups.Add(1) // received twice: a routing duplicate
+				}
+			}
 			g.deliv.Add(1)
-			g.withData[i].Store(true)
+			if i < len(g.withData) {
+				g.withData[i].Store(true)
+			}
 			g.lat.add(float64(now-sent) / 1e3)
 		}
 	}
@@ -302,6 +381,11 @@ func (g *loadgen) keepAlive(stop chan struct{}) {
 // readers.
 func (g *loadgen) leave() {
 	g.leaving.Store(true)
+	g.stopOnce.Do(func() {
+		if g.stop != nil {
+			close(g.stop)
+		}
+	})
 	g.mu.Lock()
 	ss := g.sessions
 	g.sessions = nil

@@ -163,6 +163,12 @@ func (s *rawSession) declareSubscriber(key string, deadline time.Time) error {
 	return s.sendFrame(&wire.Declare{Body: &wire.DeclareSubscriber{ID: 1, WireExpr: wire.WireExpr{Suffix: key}}}, deadline)
 }
 
+// declareToken declares liveliness token 1 on key, as a device's ROS graph token (a
+// zenoh-pico rmw declares one per node and entity).
+func (s *rawSession) declareToken(key string, deadline time.Time) error {
+	return s.sendFrame(&wire.Declare{Body: &wire.DeclareToken{ID: 1, WireExpr: wire.WireExpr{Suffix: key}}}, deadline)
+}
+
 // put pushes payload on key (scope 0, full key), reliable, priority Data.
 func (s *rawSession) put(key string, payload []byte, deadline time.Time) error {
 	return s.sendFrame(&wire.Push{WireExpr: wire.WireExpr{Suffix: key}, Body: &wire.Put{Payload: payload}}, deadline)

@@ -117,6 +117,17 @@ type Config struct {
 	// time; a connection beyond it is closed at once and counted
 	// (handshake_failures_total{reason="refused"}). 0 = DefaultMaxHandshakes.
 	MaxHandshakes int
+	// AdmitRate paces the TCP connections a Listener admits, in sessions
+	// per second, with a bucket of AdmitBurst (0 = DefaultAdmitBurst): a
+	// connection beyond it waits in the accept loop and is counted
+	// (admission_deferred_total; admission.go). 0 = not paced.
+	AdmitRate  float64
+	AdmitBurst int
+	// HandshakeWait: a TCP connection that finds MaxHandshakes links in
+	// INIT/OPEN waits in the accept loop up to this long for one to finish
+	// (counted admission_deferred_total{reason="handshakes"}) before it is
+	// refused. 0 = refused at once.
+	HandshakeWait time.Duration
 	// TxQueue bounds each of the 8 TX priority queues, in messages.
 	// 0 = DefaultTxQueue.
 	TxQueue int

@@ -33,6 +33,7 @@ type Listener struct {
 	peers    map[netip.AddrPort]*udpPeerLink
 	stop     func() bool
 	hsFail   *hsFailures
+	admit    *admission // Config.AdmitRate; nil = not paced
 }
 
 // Listen starts accepting sessions on endpoint ("tcp/host:port",
@@ -57,6 +58,7 @@ func Listen(ctx context.Context, endpoint string, cfg Config, accept func(*Sessi
 		links: map[link]struct{}{}, sessions: map[*Session]struct{}{}, peers: map[netip.AddrPort]*udpPeerLink{},
 	}
 	ln.hsFail = newHSFailures(ln.cfg.Logger, ln.cfg.Metrics)
+	ln.admit = newAdmission(ln.cfg.AdmitRate, ln.cfg.AdmitBurst)
 	if err := ln.cfg.UsrPwd.Validate(); err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", endpoint, err)
 	}
@@ -184,6 +186,13 @@ func (ln *Listener) acceptTCP() {
 			continue
 		}
 		delay = 0
+		if d := ln.admit.delay(time.Now()); d > 0 {
+			// Paced (admission.go): the links behind this one wait in
+			// the listen backlog meanwhile.
+			ln.cfg.Metrics.admissionDeferred(deferRate, d)
+			time.Sleep(d)
+		}
+		ln.waitHandshakeSlot()
 		if ln.tlsConf != nil {
 			c = tls.Server(c, ln.tlsConf) // handshake on the link's own goroutine (run)
 		}
@@ -192,6 +201,29 @@ func (ln *Listener) acceptTCP() {
 			_ = c.Close()
 		}
 	}
+}
+
+// waitHandshakeSlot waits, up to Config.HandshakeWait, while
+// Config.MaxHandshakes links are in handshake (admission.go), polling every
+// 2 ms; a wait is counted. It returns at once when the Listener closes.
+func (ln *Listener) waitHandshakeSlot() {
+	w := ln.cfg.HandshakeWait
+	if w <= 0 {
+		return
+	}
+	full := func() bool {
+		ln.mu.Lock()
+		defer ln.mu.Unlock()
+		return !ln.closed && len(ln.links) >= ln.cfg.MaxHandshakes
+	}
+	if !full() {
+		return
+	}
+	t0 := time.Now()
+	for full() && time.Since(t0) < w {
+		time.Sleep(2 * time.Millisecond)
+	}
+	ln.cfg.Metrics.admissionDeferred(deferHandshakes, time.Since(t0))
 }
 
 // serve registers l and runs handshake + session on a new goroutine. It

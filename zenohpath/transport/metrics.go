@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,6 +19,8 @@ type Metrics struct {
 	sessions  prometheus.Gauge
 	closed    *prometheus.CounterVec
 	hsFailed  *prometheus.CounterVec
+	deferred  *prometheus.CounterVec
+	deferWait prometheus.Counter
 
 	droppedBy [numDropReasons]prometheus.Counter
 }
@@ -32,6 +36,9 @@ type Metrics struct {
 //	picobridge_transport_closed_total{reason}   sessions closed, by CloseReason
 //	picobridge_transport_handshake_failures_total{reason}  accepted links whose INIT/OPEN failed, by reason
 //	    (timeout, eof, too_large, refused, tls, auth, invalid, decode_error, remote_close, connection_to_self, link_error, handshake)
+//	picobridge_transport_admission_deferred_total{reason}  TCP connections that waited before their handshake:
+//	    rate (for an admission token, Config.AdmitRate), handshakes (for one of the MaxHandshakes slots, Config.HandshakeWait)
+//	picobridge_transport_admission_wait_seconds_total  the sum of those waits, seconds
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	const ns, sub = "picobridge", "transport"
 	m := &Metrics{
@@ -51,12 +58,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "closed_total", Help: "Transport sessions closed, by close reason."}, []string{"reason"}),
 		hsFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
 			Name: "handshake_failures_total", Help: "Accepted links whose INIT/OPEN handshake failed or was refused, by reason."}, []string{"reason"}),
+		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "admission_deferred_total", Help: "Accepted TCP connections that waited before their handshake, by reason: rate (an admission token), handshakes (a handshake slot)."}, []string{"reason"}),
+		deferWait: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub,
+			Name: "admission_wait_seconds_total", Help: "Time accepted TCP connections waited before their handshake (admission token or handshake slot), seconds."}),
 	}
+	m.deferred.WithLabelValues(deferRate)
+	m.deferred.WithLabelValues(deferHandshakes)
 	for i := range m.droppedBy {
 		m.droppedBy[i] = m.dropped.WithLabelValues(dropReason(i).String())
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.rxBytes, m.txBytes, m.rxBatches, m.txBatches, m.dropped, m.sessions, m.closed, m.hsFailed} {
+		for _, c := range []prometheus.Collector{m.rxBytes, m.txBytes, m.rxBatches, m.txBatches, m.dropped, m.sessions, m.closed, m.hsFailed, m.deferred, m.deferWait} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -107,5 +120,18 @@ func (m *Metrics) closedHandshake() {
 func (m *Metrics) handshakeFailed(reason string) {
 	if m != nil {
 		m.hsFailed.WithLabelValues(reason).Inc()
+	}
+}
+
+// Reasons of admission_deferred_total.
+const (
+	deferRate       = "rate"
+	deferHandshakes = "handshakes"
+)
+
+func (m *Metrics) admissionDeferred(reason string, wait time.Duration) {
+	if m != nil {
+		m.deferred.WithLabelValues(reason).Inc()
+		m.deferWait.Add(wait.Seconds())
 	}
 }
