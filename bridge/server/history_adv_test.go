@@ -94,6 +94,10 @@ dds: {domain: %d}
 	}
 	require.Zero(t, n, "a bounded _sn range: no sample has a sequence number")
 
+	// Counted from before B starts: B's Zenoh → DDS route may exist before
+	// its DDS reader does (A's zenoh-bridge-ros2dds MP token announces the
+	// route), and then B asks A's history as soon as it sees the token.
+	before := testutil.ToFloat64(a.histStats.replayed.WithLabelValues("query"))
 	b := startDDSServer(t, fmt.Sprintf(`
 zenoh: {listen: [tcp/127.0.0.1:0], connect: [%s]}
 metrics: {listen: ""}
@@ -105,7 +109,6 @@ services:
 	require.NoError(t, err)
 	defer pb.Close()
 	time.Sleep(500 * time.Millisecond) // B's session with A is up (A's queryables reach B)
-	before := testutil.ToFloat64(a.histStats.replayed.WithLabelValues("query"))
 	rd, err := pb.NewReader("rt"+topic, u32Type, tl)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { _, ok := routeOf(b, topic, dirToDDS); return ok }, 30*time.Second, 20*time.Millisecond, "B: route Zenoh → DDS: %+v", b.Routez().Routes)
