@@ -385,6 +385,18 @@ func (s *Session) SetTxRate(bytesPerSecond float64) {
 	}
 	s.tx.rate.Store(math.Float64bits(bytesPerSecond))
 	s.applyLowat(bytesPerSecond)
+	// A writer sleeping for pacing tokens recomputes its wait at the new
+	// rate now (unpaced: it writes at once), not when the old wait ends.
+	t := &s.tx
+	t.mu.Lock()
+	if t.running && t.sleeping {
+		t.sleeping = false
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+	}
+	t.mu.Unlock()
 }
 
 // TxRate is the pacing rate set by SetTxRate, in bytes/s; 0 = unpaced.

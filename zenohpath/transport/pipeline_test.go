@@ -257,6 +257,38 @@ func TestPacingRate(t *testing.T) {
 	})
 }
 
+// TestSetTxRateWakesPacedWriter: a writer waiting for pacing tokens at a
+// slow rate writes at once when the rate is lifted (SetTxRate(0)), in
+// synthetic time: no wait for the old rate's tokens (TestPacingRate's last
+// step failed ~1 in 20 runs in CI while the writer slept out one batch).
+func TestSetTxRateWakesPacedWriter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, p, _ := pipeSession(t, Config{}, params{patch: 1})
+		s.SetTxRate(1024) // 1 KiB/s: each 1 KiB batch waits about 1 s
+		require.NoError(t, s.Send(push("bulk", bytes.Repeat([]byte("b"), 8000)), SendOptions{Priority: wire.PriorityData}))
+		for { // the burst goes at once; then the writer sleeps for tokens
+			must(p.recv(time.Minute))
+			synctest.Wait()
+			s.tx.mu.Lock()
+			sleeping := s.tx.sleeping
+			s.tx.mu.Unlock()
+			if sleeping {
+				break
+			}
+		}
+		t0 := time.Now()
+		s.SetTxRate(0)
+		for { // batches already written at the slow rate, then the rest unpaced
+			b := must(p.recv(time.Minute))
+			if b[0]&wire.FlagMore == 0 {
+				require.Greater(t, len(b), 2048, "the rest in one unpaced batch")
+				break
+			}
+		}
+		require.Zero(t, time.Since(t0), "written at once, in the same instant")
+	})
+}
+
 // TestSendEncodedSharedSlice: one encoded message queued on two sessions is
 // not copied at enqueue (the queue holds the caller's slice), never pooled,
 // and arrives intact on both.
