@@ -3,17 +3,10 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,75 +15,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/ddspath"
+	"github.com/picobridge/picobridge/internal/anchortest"
 	"github.com/picobridge/picobridge/internal/netns"
 	"github.com/picobridge/picobridge/zenohpath"
 )
 
-// histAnchorDir is the anchor build (scripts/anchors.sh) in
-// $PICOBRIDGE_ANCHORS, or skips the test saying what is missing.
-func histAnchorDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("PICOBRIDGE_ANCHORS")
-	if dir == "" {
-		t.Skip("SKIP: PICOBRIDGE_ANCHORS is unset: export PICOBRIDGE_ANCHORS=$(bash scripts/anchors.sh --print)")
-	}
-	for _, f := range []string{"bin/zenohd", "lib/libzenoh_plugin_ros2dds.so"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Skipf("SKIP: %s missing in PICOBRIDGE_ANCHORS=%s (run scripts/anchors.sh)", f, dir)
-		}
-	}
-	return dir
-}
-
-type histAnchorLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *histAnchorLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *histAnchorLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startHistAnchor starts zenohd 1.10.2 with zenoh-plugin-ros2dds 1.10.2
 // (ROS_DISTRO=humble) on DDS domain, its Cyclone on our loopback-unicast
-// configuration; returns its Zenoh endpoint. Killed in t.Cleanup, its
-// output logged on failure.
+// configuration (internal/anchortest); returns its Zenoh endpoint.
 func startHistAnchor(t *testing.T, dir string, domain uint32) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ep := "tcp/" + l.Addr().String()
-	_ = l.Close()
-	log := &histAnchorLog{}
-	cmd := exec.Command(filepath.Join(dir, "bin/zenohd"), "--plugin-search-dir", filepath.Join(dir, "lib"),
-		"-l", ep, "--no-multicast-scouting", "--cfg", fmt.Sprintf("plugins/ros2dds/domain:%d", domain))
-	env := []string{"CYCLONEDDS_URI=" + ddspath.Config{DomainID: domain}.XML(), "ROS_DISTRO=humble", "RUST_LOG=info,zenoh_plugin_ros2dds=debug"}
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "ROS_DISTRO=") && !strings.HasPrefix(e, "CYCLONEDDS_URI=") && !strings.HasPrefix(e, "RUST_LOG=") {
-			env = append(env, e)
-		}
-	}
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = log, log
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("zenohd output:\n%s", log.String())
-		}
-	})
-	require.Eventually(t, func() bool { return strings.Contains(log.String(), "Successfully started plugin ros2dds") },
-		30*time.Second, 50*time.Millisecond, "zenohd did not start the ros2dds plugin")
-	return ep
+	return anchortest.StartROS2DDS(t, anchortest.Options{Anchors: dir, Domain: int(domain), Distro: "humble",
+		CycloneURI: ddspath.Config{DomainID: domain}.XML()}).Endpoint()
 }
 
 // histProbe is a DDS participant on domain announcing the ROS node
@@ -145,7 +81,7 @@ func recvSeqs(t *testing.T, rd *ddspath.Reader, want int, what string) []uint32 
 //     on the gateway's domain, whose route gets the history from the
 //     plugin's cache (gateway counter dds = 5).
 func TestAnchorTransientLocalHistoryROS2DDS(t *testing.T) {
-	dir := histAnchorDir(t)
+	dir := anchortest.Dir(t)
 	if !netns.Run(t) {
 		return
 	}
