@@ -290,23 +290,7 @@ func (b *ddsBridge) watchROS2DDS(g *graph, events chan<- ddspath.Endpoint) (*zen
 			return
 		}
 		eps, err := ros2ddsEndpoints(g.ns, key, tok, alive)
-		if err != nil {
-			b.s.stats.graphTokens.WithLabelValues(tokenType).Inc()
-			b.s.log.Warn("zenoh-bridge-ros2dds route not bridged to DDS", "key", key, "err", err)
-			return
-		}
-		if alive {
-			b.s.stats.graphTokens.WithLabelValues(tokenBridged).Inc()
-			b.s.log.Info("zenoh-bridge-ros2dds route → DDS endpoints", "kind", string(tok.Kind), "key", tok.Route, "type", tok.Type, "zid", tok.ZID)
-		} else {
-			b.s.stats.graphTokens.WithLabelValues(tokenRemoved).Inc()
-		}
-		for _, e := range eps {
-			select {
-			case events <- e:
-			case <-b.done:
-				return
-			}
-		}
+		b.feedTokenEndpoints(events, "zenoh-bridge-ros2dds route", key, eps, err, alive,
+			"kind", string(tok.Kind), "key", tok.Route, "type", tok.Type, "zid", tok.ZID) // graphin.go
 	}, &zenohpath.LivelinessSubscriberOptions{History: true})
 }

@@ -149,23 +149,33 @@ func (b *ddsBridge) watchGraph(events chan<- ddspath.Endpoint) (*zenohpath.Subsc
 			return
 		}
 		eps, err := tokenEndpoints(key, tok, alive)
-		if err != nil {
-			b.s.stats.graphTokens.WithLabelValues(tokenType).Inc()
-			b.s.log.Warn("rmw_zenoh entity not bridged to DDS", "key", key, "err", err)
+		b.feedTokenEndpoints(events, "rmw_zenoh entity", key, eps, err, alive,
+			"kind", string(tok.Kind), "name", tok.Topic, "type", tok.Type, "zid", tok.ZID)
+	}, &zenohpath.LivelinessSubscriberOptions{History: true})
+}
+
+// feedTokenEndpoints accounts for a graph token (rmw_zenoh or
+// zenoh-bridge-ros2dds; what names it in logs) turned into the virtual DDS
+// endpoints eps, or refused with err (picobridge_graph_tokens_total), and
+// feeds eps to events until the bridge stops; info are the log attributes
+// of a token that appeared.
+func (b *ddsBridge) feedTokenEndpoints(events chan<- ddspath.Endpoint, what, key string, eps []ddspath.Endpoint, err error, alive bool, info ...any) {
+	if err != nil {
+		b.s.stats.graphTokens.WithLabelValues(tokenType).Inc()
+		b.s.log.Warn(what+" not bridged to DDS", "key", key, "err", err)
+		return
+	}
+	if alive {
+		b.s.stats.graphTokens.WithLabelValues(tokenBridged).Inc()
+		b.s.log.Info(what+" → DDS endpoints", info...)
+	} else {
+		b.s.stats.graphTokens.WithLabelValues(tokenRemoved).Inc()
+	}
+	for _, e := range eps {
+		select {
+		case events <- e:
+		case <-b.done:
 			return
 		}
-		if alive {
-			b.s.stats.graphTokens.WithLabelValues(tokenBridged).Inc()
-			b.s.log.Info("rmw_zenoh entity → DDS endpoints", "kind", string(tok.Kind), "name", tok.Topic, "type", tok.Type, "zid", tok.ZID)
-		} else {
-			b.s.stats.graphTokens.WithLabelValues(tokenRemoved).Inc()
-		}
-		for _, e := range eps {
-			select {
-			case events <- e:
-			case <-b.done:
-				return
-			}
-		}
-	}, &zenohpath.LivelinessSubscriberOptions{History: true})
+	}
 }
