@@ -185,6 +185,22 @@ func (d *deviceDrops) of(dev string) map[string]int {
 	return maps.Clone(d.n[dev])
 }
 
+// startDevicePair starts the two devices every side-by-side system feeds:
+// "crit" (Critical consumer) on critEP and "slow" (Impaired) on slowEP, the
+// impaired link's proxy, both subscribing key; on error none is left running.
+func startDevicePair(ctx context.Context, critEP, slowEP, key string, rec *Recorder, drops *deviceDrops) (crit, slow *devsim.Device, err error) {
+	crit, err = startDevice(ctx, "crit", critEP, key, rec, Critical, drops)
+	if err != nil {
+		return nil, nil, err
+	}
+	slow, err = startDevice(ctx, "slow", slowEP, key, rec, Impaired, drops)
+	if err != nil {
+		crit.Stop()
+		return nil, nil, err
+	}
+	return crit, slow, nil
+}
+
 // startDevice starts a simulated zenoh-pico device (sim/devsim, with its probe responder)
 // connected to endpoint and subscribed to key; every LaserScan its application takes is
 // reported to rec (header stamp, delivery time) and every one it drops to drops.
@@ -289,15 +305,11 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 
 	const key = "scan" // plain key style: /scan → scan
 	var drops deviceDrops
-	crit, err := startDevice(ctx, "crit", zep, key, rec, Critical, &drops)
+	crit, slow, err := startDevicePair(ctx, zep, "tcp/"+proxy.Addr(), key, rec, &drops)
 	if err != nil {
 		return err
 	}
 	defer crit.Stop()
-	slow, err := startDevice(ctx, "slow", "tcp/"+proxy.Addr(), key, rec, Impaired, &drops)
-	if err != nil {
-		return err
-	}
 	defer slow.Stop()
 
 	var direct *child

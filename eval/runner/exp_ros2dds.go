@@ -235,15 +235,11 @@ func runROS2DDS(ctx context.Context, cfg Config, level string, plugin bool, res 
 
 	const key = "scan" // the plugin's key for /scan (namespace "/": the name without its leading slash)
 	var drops deviceDrops
-	crit, err := startDevice(ctx, "crit", zep, key, rec, Critical, &drops)
+	crit, slow, err := startDevicePair(ctx, zep, "tcp/"+proxy.Addr(), key, rec, &drops) // exp_bridge.go
 	if err != nil {
 		return err
 	}
 	defer crit.Stop()
-	slow, err := startDevice(ctx, "slow", "tcp/"+proxy.Addr(), key, rec, Impaired, &drops)
-	if err != nil {
-		return err
-	}
 	defer slow.Stop()
 	if err := waitFor("devices connected to zenohd", 30*time.Second, func() bool {
 		return crit.Stats().Connected && slow.Stats().Connected
