@@ -155,6 +155,26 @@ func (b *linkBudget) sentBytes() uint64 {
 	return b.sent
 }
 
+// pingDelay is how long an express probe handed over now waits behind
+// what the gateway itself already sent toward the device: the bytes of
+// the link model that left the transport (the model's queue less the
+// transport's backlog), at the link's rate. The transport's backlog
+// itself does not count: it sends RealTime ahead of the Data-priority
+// bytes it holds (wait), so a ping does not wait for them. (Counting them
+// made a 1 MB bulk message paced at a learned 16 kB/s read as a minute of
+// the gateway's own delay, and the classifier took every probe's RTT for
+// the gateway's: issue 30.) 0 without a budget.
+func (b *linkBudget) pingDelay(now time.Time) time.Duration {
+	bl := b.backlogBytes()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.budget <= 0 {
+		return 0
+	}
+	q := max(b.queuedLocked(now)-float64(bl), 0)
+	return time.Duration(q / b.budget * float64(time.Second))
+}
+
 // selfDelay is how long a message handed to the link now waits behind
 // what the gateway itself already put there: the link model's queue and
 // the transport's backlog, at the link's rate. 0 without a budget.

@@ -107,6 +107,7 @@ type Classifier struct {
 	suspendBy string    // reason of the last evaluation, if suspended
 	selfSum   time.Duration
 	selfN     uint64
+	holdUntil time.Time // HoldLoss
 }
 
 type pendingPing struct {
@@ -166,6 +167,20 @@ func (c *Classifier) maxPending() int {
 // Pong records a device's answer received at now and returns the probe's
 // RTT (device processing time excluded).
 func (c *Classifier) Pong(payload []byte, now time.Time) (time.Duration, error) {
+	return c.PongOwn(payload, now, nil)
+}
+
+// PongOwn is Pong for a gateway that knows how much of a probe's round
+// trip its own traffic queued in the path: own, given the round trip
+// (device time excluded, the gateway's own queue included), returns that
+// part (the link learner's queue delay while it drains a queue the
+// gateway's bytes built, linkLearner.probe; 0: none). The larger of it and
+// the gateway's queue ahead of the ping (PingAfter) is taken off the RTT,
+// and the probe timeout applies to what is left: a queue the gateway built
+// and is draining says nothing about the device or its link (issue 30: a
+// link-rate step the learner handles is no bad device). own is called
+// with the classifier's lock held and must not call back; nil: none.
+func (c *Classifier) PongOwn(payload []byte, now time.Time, own func(rtt time.Duration) time.Duration) (time.Duration, error) {
 	p, err := probe.Decode(payload)
 	if err != nil {
 		return 0, err
@@ -181,29 +196,59 @@ func (c *Classifier) Pong(payload []byte, now time.Time) (time.Duration, error) 
 		return 0, fmt.Errorf("%w: seq %d", ErrUnexpectedPong, p.Seq)
 	}
 	delete(c.pending, p.Seq)
-	rtt := now.Sub(sentAt)
-	if rtt > c.cfg.ProbeTimeout {
+	whole := now.Sub(sentAt)
+	rtt := p.RTT(whole)
+	var owned time.Duration
+	if own != nil {
+		owned = min(max(own(rtt), 0), rtt)
+	}
+	if whole-owned > c.cfg.ProbeTimeout {
 		c.window.Lost()
-		return rtt, fmt.Errorf("%w: seq %d answered after the timeout (%v)", ErrUnexpectedPong, p.Seq, rtt)
+		return whole, fmt.Errorf("%w: seq %d answered after the timeout (%v)", ErrUnexpectedPong, p.Seq, whole)
 	}
-	rtt = p.RTT(rtt)
-	if pp.self > 0 {
-		c.selfSum += min(pp.self, rtt)
+	if self := max(pp.self, owned); self > 0 {
+		c.selfSum += min(self, rtt)
 		c.selfN++
-		rtt -= pp.self
+		rtt -= min(self, rtt)
 	}
-	rtt = max(rtt, 0)
 	c.window.Answered(rtt)
 	return rtt, nil
 }
 
-// expire settles every ping older than the timeout as lost.
+// expire settles every ping older than the timeout as lost; while a hold
+// is on (HoldLoss), only those older than the timeout plus
+// MaxLossHold.
 func (c *Classifier) expire(now time.Time) {
+	timeout := c.cfg.ProbeTimeout
+	if now.Before(c.holdUntil) {
+		timeout += MaxLossHold
+	}
 	for seq, pp := range c.pending {
-		if now.Sub(pp.at) > c.cfg.ProbeTimeout {
+		if now.Sub(pp.at) > timeout {
 			delete(c.pending, seq)
 			c.window.Lost()
 		}
+	}
+}
+
+// MaxLossHold bounds how long a loss hold (HoldLoss) keeps a ping pending
+// beyond the probe timeout: 5 s, the longest drain the link learner waits
+// for a probe through (learnDrainProbed). A queue that lasts longer is not
+// one the gateway is draining: the link cannot carry what the gateway must
+// send, which is the classifier's business.
+const MaxLossHold = 5 * time.Second
+
+// HoldLoss keeps unanswered pings from being settled as lost until until
+// (at most MaxLossHold past their timeout): the gateway's own traffic
+// holds a queue in the path that it is draining (the link learner), and
+// pings wait in it. Their pongs are then judged by PongOwn, with the
+// queue taken off. A later until extends the hold; an earlier one is
+// ignored.
+func (c *Classifier) HoldLoss(until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if until.After(c.holdUntil) {
+		c.holdUntil = until
 	}
 }
 

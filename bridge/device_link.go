@@ -100,6 +100,11 @@ func (d *Device) learnLink(now time.Time) {
 		}
 	}
 	rate, changed := d.learn.update(now, sig)
+	if d.learn.ownQueue(now) {
+		// Pings wait in the gateway's own queue: none is lost before the
+		// learner's next reading (ownQueue).
+		d.Classifier().HoldLoss(now.Add(2 * learnTick(d.g.cfg.Policy.Link)))
+	}
 	if d.g.cfg.Classifier.Enabled && d.learn.wantProbe(now) {
 		d.probe(now) // faster feedback while learning or draining
 	}

@@ -75,12 +75,18 @@ const (
 	// sign of a queue: 0.9, so the sawtooth's mean stays ≥ 90 % of the
 	// link while a queue built above it drains.
 	learnDecrease = 0.9
-	// learnDrain is the share paced while a deep queue drains: 0.25
-	// empties a queue of delay q in 4q/3 (BBR drains at 1/2.885 of its
-	// startup gain); express traffic does not wait for the pacing, so only
-	// bulk slows down. After a step 100 → 10 Mbit/s through linkemu the
-	// queue behind the socket held 1.2 MB (≈ 1 s at 10 Mbit/s).
-	learnDrain = 0.25
+	// learnDrain is the share paced while a deep queue drains: 0.1
+	// empties a queue of delay q in 1.1 q and still drains after a link
+	// step down by up to 10× (BBR drains at 1/2.885 of its startup gain;
+	// a link step is deeper than a startup overshoot); express traffic
+	// does not wait for the pacing, so only bulk slows down. After a step
+	// 100 → 10 Mbit/s through linkemu the queue behind the socket held
+	// 1.2 MB (≈ 1 s at 10 Mbit/s); with 0.25 the first drain (at a
+	// quarter of the old rate, 2.4 MB/s) still grew it for the second
+	// until a probe came back through it, and the link-emulator step test
+	// kept a queue until 2.5–3.5 s after the step (with 0.1: gone within
+	// 3 s in 6 of 6 runs under -race).
+	learnDrain = 0.1
 	// learnGrowth is the rate's least growth per second with demand and no
 	// queue: 3 %/s. With a probe every 200 ms (the classifier's 5 Hz) and
 	// a 2 ms target, the queue when the overshoot is seen is ≤ 5 ms
@@ -92,6 +98,15 @@ const (
 	// learnDrainProbed bounds the wait for a probe through a queue being
 	// drained (a probe may be lost).
 	learnDrainProbed = 5 * time.Second
+	// learnDrainShrink is the least a draining queue's delay must shrink,
+	// as a share of the time between the send times of the two probes
+	// that measure it (≥ learnHold apart): at learnDrain × the link it
+	// shrinks by 9/10 of that time; by less than 1/4, the link is below
+	// 4/3 of the drain rate and the drain is cut again. (A share of the
+	// queue, as before, cannot work for a deep queue: a 1 s queue cannot
+	// lose a quarter in 200 ms at any rate, and after a step 100 → 10
+	// Mbit/s the learner cut itself to the floor, 16 kB/s, in 1.6 s.)
+	learnDrainShrink = 0.25
 	// learnGrowthMax caps the doubled growth: 100 %/s.
 	learnGrowthMax = 1.0
 	// learnGrowthDoubling is the growing time after which the growth
@@ -146,11 +161,14 @@ type linkLearner struct {
 	rate      float64
 	holdUntil time.Time
 	// A drain (resume > 0): the rate is cut while the queue delay stays
-	// above the target, then resume applies; qCut and cutAt are the delay
-	// and time of the last cut. linkRate is the acknowledged rate of the
-	// last reading that stalled at least half the time (0: none).
+	// above the target, then resume applies; cutAt is the time of the last
+	// cut, qCut the delay seen by the first probe sent after it (noDelay:
+	// none yet) and qCutSent when that probe was sent. linkRate is the
+	// acknowledged rate of the last reading that stalled at least half the
+	// time (0: none).
 	resume   float64
 	qCut     time.Duration
+	qCutSent time.Time
 	cutAt    time.Time
 	linkRate float64
 	// demandAt is the last reading with demand.
@@ -175,8 +193,16 @@ type linkLearner struct {
 	slopeAt   time.Time
 	// grown is the time spent growing since the last decrease.
 	grown time.Duration
+	// ownSince is when the current own-queue episode started (ownQueue);
+	// zero: none.
+	ownSince time.Time
 
+	// probeQ is the newest probe's queue delay, probeSent when that probe
+	// was sent (its answer time less its RTT: through a deep queue, the
+	// delay it reports is the queue when it was sent, not when it came
+	// back); probeFresh: no update has used it yet.
 	probeQ     time.Duration
+	probeSent  time.Time
 	probeFresh bool
 	probes     []timedRTT // the probe RTTs of the last probeMinWindow
 	st         LinkLearnStatus
@@ -201,8 +227,9 @@ func (l *linkLearner) configure(target time.Duration, floor, ceiling float64) {
 
 // probe records a probe RTT (device processing excluded) answered at now:
 // its delay above the 10 s minimum is the end-to-end queue estimate the
-// next update uses.
-func (l *linkLearner) probe(rtt time.Duration, now time.Time) {
+// next update uses. It returns the part of rtt that is the gateway's own
+// queue (ownQueue; 0: none), for the probe classifier (Classifier.PongOwn).
+func (l *linkLearner) probe(rtt time.Duration, now time.Time) (own time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	keep := l.probes[:0]
@@ -218,14 +245,16 @@ func (l *linkLearner) probe(rtt time.Duration, now time.Time) {
 	}
 	l.st.ProbeMinRTT = least
 	q := rtt - least
-	// The queue's slope between two probes at one pacing rate r, with
+	sent := now.Add(-rtt)
+	// The queue's slope between two probes sent at one pacing rate r, with
 	// bytes waiting (demand) and a queue at both: it shrinks at C − r, so
-	// dq/dt = r/C − 1 and C = r / (1 + dq/dt). The probes must be ≥
-	// slopeSpan apart, so a few ms of probe jitter move the estimate by a
-	// few %.
+	// dq/dt = r/C − 1 and C = r / (1 + dq/dt), t being the probes' send
+	// times (each reports the queue it was sent into). The probes must be
+	// ≥ slopeSpan apart, so a few ms of probe jitter move the estimate by
+	// a few %.
 	if p := l.prevProbe; !p.at.IsZero() && l.rate > 0 && l.rateAt.Before(p.at) &&
 		now.Sub(l.demandAt) < learnHold && p.q > l.target && q > l.target {
-		if span := now.Sub(p.at); span >= slopeSpan && span <= 2*learnHold {
+		if span := sent.Sub(p.at); span >= slopeSpan && span <= 2*learnHold {
 			// Only a shrinking queue, drained at ≥ 20 % of the link: a
 			// growing one may be full (a bounded queue stops growing while
 			// the sender stalls: dq/dt 0 would read as C = r), and near
@@ -236,10 +265,52 @@ func (l *linkLearner) probe(rtt time.Duration, now time.Time) {
 			}
 		}
 	}
-	if l.prevProbe.at.IsZero() || now.Sub(l.prevProbe.at) >= slopeSpan {
-		l.prevProbe = probeMark{now, q}
+	if l.prevProbe.at.IsZero() || sent.Sub(l.prevProbe.at) >= slopeSpan {
+		l.prevProbe = probeMark{sent, q}
 	}
-	l.probeQ, l.probeFresh = q, true
+	l.probeQ, l.probeSent, l.probeFresh = q, sent, true
+	switch {
+	case q <= l.targetAt(l.st.AckedBytesPerS) || !l.oursLocked(now):
+		l.ownSince = time.Time{}
+	case l.ownSince.IsZero():
+		l.ownSince = now
+	}
+	if l.ownLocked(now) {
+		return q
+	}
+	return 0
+}
+
+// ownQueueMax bounds an own-queue episode (ownQueue): MaxLossHold, the
+// longest drain the learner waits for a probe through (learnDrainProbed).
+const ownQueueMax = MaxLossHold
+
+// oursLocked: a queue in the path now would be the gateway's own — the
+// learner drains one, or the gateway had bytes waiting for the link within
+// the last 2 × learnHold and its traffic reached the floor (the same test
+// that lets a queue lower the rate; update). Caller holds mu.
+func (l *linkLearner) oursLocked(now time.Time) bool {
+	return l.resume > 0 || (!l.demandAt.IsZero() && now.Sub(l.demandAt) <= 2*learnHold && !l.appLimited)
+}
+
+// ownQueue reports whether the gateway's own traffic holds a queue in the
+// device's path that the learner is handling: a probe through it, or the
+// sender's receive-window stalls, showed a queue while it was ours
+// (oursLocked), no probe since found it gone, and it started at most
+// ownQueueMax ago. Such a queue is the gateway's doing, not the device's
+// or its link's: the classifier neither counts its delay in a probe's RTT
+// nor settles a ping waiting in it as lost (issue 30: after a rate step
+// 100 → 10 Mbit/s, 1.2 MB of bulk took a second to drain and the device
+// was demoted). A queue that outlasts ownQueueMax is the link failing to
+// carry what the gateway must send, and the classifier sees it.
+func (l *linkLearner) ownQueue(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ownLocked(now)
+}
+
+func (l *linkLearner) ownLocked(now time.Time) bool {
+	return !l.ownSince.IsZero() && now.Sub(l.ownSince) <= ownQueueMax
 }
 
 // slopeSpan is the least time between the two probes of a slope estimate.
@@ -254,6 +325,7 @@ func (l *linkLearner) linkEstimate(now time.Time) float64 {
 	return 0
 }
 
+// probeMark is a probe's send time and the queue delay it reported.
 type probeMark struct {
 	at time.Time
 	q  time.Duration
@@ -302,6 +374,12 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 		l.demandAt = now
 	}
 	queue := q > l.targetAt(acked) || stall >= learnStall
+	switch {
+	case !l.oursLocked(now) || (fresh && !queue):
+		l.ownSince = time.Time{}
+	case queue && l.ownSince.IsZero():
+		l.ownSince = now // the sender stalls before a probe comes back through the queue
+	}
 	if fresh {
 		if q > l.targetAt(acked) {
 			l.above++
@@ -314,7 +392,12 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 	case l.resume > 0: // draining
 		if c := max(l.linkRate, l.linkEstimate(now)); c > 0 { // the link's rate, measured again: re-anchor
 			l.resume = max(c*learnDecrease, l.floor)
-			l.rate = min(l.rate, max(c*learnDrain, l.floor))
+			if r := max(c*learnDrain, l.floor); r < l.rate {
+				// A new drain rate: whether it drains is judged by
+				// probes sent from now on.
+				l.rate = r
+				l.qCut, l.cutAt = noDelay, now
+			}
 		}
 		switch {
 		case !queue && (fresh || (len(l.probes) == 0 && now.Sub(l.cutAt) > learnDrainMax) || now.Sub(l.cutAt) > learnDrainProbed):
@@ -324,15 +407,22 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 			// queue being drained: wait for one, at most learnDrainProbed).
 			l.rate, l.resume = l.resume, 0
 			l.holdUntil = now.Add(learnHold)
-		case q > 0 && l.qCut == noDelay:
-			l.qCut, l.cutAt = q, now // the first probe through the queue
-		case q > 0 && now.Sub(l.cutAt) >= learnHold && q > l.qCut*3/4:
+		case !fresh || q <= 0 || l.probeSent.Before(l.cutAt):
+			// A probe sent before the cut reports the queue as it was
+			// then: nothing about the drain.
+		case l.qCut == noDelay:
+			l.qCut, l.qCutSent = q, l.probeSent // the first probe sent after the cut
+		case l.probeSent.Sub(l.qCutSent) >= learnHold:
+			span := l.probeSent.Sub(l.qCutSent)
+			if (l.qCut - q).Seconds() >= learnDrainShrink*span.Seconds() {
+				l.qCut, l.qCutSent = q, l.probeSent // draining: the next span starts here
+				break
+			}
 			// Not draining: the link is slower than the drain rate. The
 			// rate to resume at stays (the link's rate, when known,
-			// re-anchors it above); a probe through a deep queue reports
-			// the queue when it was sent, so this cuts the drain only.
+			// re-anchors it above).
 			l.rate = max(l.rate*learnDrain, l.floor)
-			l.qCut, l.cutAt = q, now
+			l.qCut, l.cutAt = noDelay, now
 			l.st.Decreases++
 		}
 	case queue:
@@ -360,9 +450,6 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 			l.resume = max(c*learnDecrease, l.floor)
 			l.rate = max(c*learnDrain, l.floor)
 			l.qCut, l.cutAt = noDelay, now
-			if q > 0 {
-				l.qCut = q
-			}
 			l.st.Decreases++
 			break
 		}
@@ -382,7 +469,7 @@ func (l *linkLearner) update(now time.Time, s linkSignal) (float64, bool) {
 			// does not shrink by a quarter; then resume.
 			l.resume = l.rate
 			l.rate = max(base*learnDrain, l.floor)
-			l.qCut, l.cutAt = q, now
+			l.qCut, l.cutAt = noDelay, now
 		}
 		l.st.Decreases++
 	case s.Demand && l.rate > 0 && (l.ceiling == 0 || l.rate < l.ceiling):

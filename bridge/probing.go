@@ -94,20 +94,16 @@ func (g *Gateway) HandlePong(key string, payload []byte) error {
 	if d == nil {
 		return fmt.Errorf("bridge: pong from unknown device %q", name)
 	}
-	cls := d.Classifier()
 	now := g.clock.Now()
-	_, err := cls.Pong(payload, now)
-	if err == nil && g.cfg.Policy.Link.Estimate == LinkEstimateLearn {
-		// The learned budget takes the whole round trip (device time
-		// excluded): the queue the gateway's own bytes built counts.
-		if p, perr := probe.Decode(payload); perr == nil {
-			rtt := now.Sub(cls.epoch.Add(time.Duration(p.GwSend)))
-			if p.DevSend >= p.DevRecv {
-				rtt -= min(time.Duration(p.DevSend-p.DevRecv), rtt)
-			}
-			d.learn.probe(rtt, now)
-		}
+	var own func(time.Duration) time.Duration
+	if g.cfg.Policy.Link.Estimate == LinkEstimateLearn {
+		// The learned budget takes the whole round trip of every pong of
+		// a ping of ours, late ones too (device time excluded): the queue
+		// the gateway's own bytes built counts. The classifier leaves out
+		// the part the learner calls the gateway's own.
+		own = func(rtt time.Duration) time.Duration { return d.learn.probe(rtt, now) }
 	}
+	_, err := d.Classifier().PongOwn(payload, now, own)
 	return err
 }
 
@@ -136,7 +132,7 @@ func (d *Device) probe(now time.Time) {
 
 // sendProbe records a ping with the classifier and hands it to the sink.
 func (d *Device) sendProbe(eg *egress, name string, now time.Time) {
-	ping := d.Classifier().PingAfter(now, d.link.selfDelay(now))
+	ping := d.Classifier().PingAfter(now, d.link.pingDelay(now))
 	eg.stats.probes.Add(1)
 	if err := d.sink.SendProbe(probe.PingKey(name), ping); err != nil && !errors.Is(err, ErrCongested) {
 		eg.log.once(LaneExpress, DropCongestion, "probe not sent", slog.Any("err", err))

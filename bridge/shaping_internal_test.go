@@ -294,6 +294,21 @@ func TestLinkSelfDelay(t *testing.T) {
 	require.Equal(t, 90_000.0, rate)
 }
 
+// An express probe waits only for the gateway's bytes that left the
+// transport, not for the transport's (bulk) backlog, which it overtakes.
+func TestLinkPingDelay(t *testing.T) {
+	var b linkBudget
+	require.Zero(t, b.pingDelay(t0), "no budget: no estimate")
+	backlog := 5000
+	b.backlog = func() int { return backlog }
+	b.set(100_000, 0.9, 20*ms, t0)
+	b.spend(5000, false, t0)
+	require.Zero(t, b.pingDelay(t0), "all 5000 B still in the transport")
+	require.Positive(t, b.selfDelay(t0), "a bulk message waits for them")
+	backlog = 1000
+	require.Equal(t, 30*ms, b.pingDelay(t0.Add(10*ms)), "4000 B left in the model after 10 ms, 1000 B of them still in the transport: 3000 B at 100 kB/s")
+}
+
 // A sample larger than the device's small subscriber slot reaches only a
 // subscription listed in large_subscriptions (it has a large slot); any
 // other is refused and counted as oversize, never sent for the device to

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -23,6 +22,7 @@ type learnCase struct {
 	stepTo   linkemu.Bitrate // from stepAt on (0: no step)
 	stepAt   time.Duration
 	bulk     int // bytes per bulk sample, 10 Hz
+	queue    int // the bottleneck queue, bytes (linkemu Config.QueueBytes)
 	duration time.Duration
 	// from is when the checked part starts (the learning before it is
 	// not checked); p99 bounds the express latency of the samples sent
@@ -35,12 +35,12 @@ type learnCase struct {
 
 // learnRun publishes 48 B critical samples at 50 Hz (the express lane)
 // and bulk samples at 10 Hz (batched lane, best effort) to one device
-// behind linkemu with a 256 KiB bottleneck queue, with the default
+// behind linkemu with a bottleneck queue of c.queue bytes, with the default
 // configuration (policy.link.estimate: learn; nothing about the link
 // configured), and returns the express latencies of the samples sent from
 // c.from on, the express samples lost, and the share of the bulk samples
 // sent from c.from on that arrived.
-func learnRun(t *testing.T, c learnCase) (lat []time.Duration, lost int, bulkShare float64) {
+func learnRun(t *testing.T, c learnCase) (lat []time.Duration, lost int, bulkShare float64, class bridge.Class) {
 	t.Helper()
 	s := startTestServer(t, `
 zenoh:
@@ -59,7 +59,7 @@ metrics:
 	ep := s.Endpoints()[0]
 	imp := linkemu.Impairment{Rate: c.link}
 	proxy, err := linkemu.NewTCPProxy("127.0.0.1:0", ep[len("tcp/"):], linkemu.Config{
-		Profile: linkemu.Profile{Name: "link", ToDevice: imp, ToGateway: imp}, QueueBytes: 256 << 10, Seed: 30})
+		Profile: linkemu.Profile{Name: "link", ToDevice: imp, ToGateway: imp}, QueueBytes: c.queue, Seed: 30})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = proxy.Close() })
 
@@ -136,12 +136,16 @@ metrics:
 			}
 		}
 	}
-	// What the link still holds arrives (at most its queue at the rate).
-	require.Eventually(t, func() bool {
+	// What the link still holds arrives (at most its queue at the rate);
+	// the caller checks that every express sample did.
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		mu.Lock()
-		defer mu.Unlock()
-		return len(expressAt) >= sentCrit
-	}, 5*time.Second, 20*time.Millisecond, "every express sample arrives")
+		n := len(expressAt)
+		mu.Unlock()
+		if n >= sentCrit {
+			break
+		}
+	}
 	time.Sleep(500 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
@@ -149,50 +153,51 @@ metrics:
 		lat = append(lat, l)
 	}
 	slices.Sort(lat)
-	st := g.Devicez(bridge.DevicezOptions{Device: "dev"}).Devices[0]
+	st := g.Devicez(bridge.DevicezOptions{Device: "dev", Transitions: true}).Devices[0]
 	require.NotNil(t, st.Link.Learned, "policy.link.estimate: learn is the default")
-	t.Logf("link %v→%v: express %d/%d p50 %v p99 %v max %v; bulk %d/%d; learned %+v", c.link, c.stepTo,
-		len(expressAt), sentCrit, lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1], bulkGot, sentBulk, *st.Link.Learned)
-	return lat, sentCrit - len(expressAt), float64(bulkGot) / float64(sentBulk)
+	t.Logf("link %v→%v: express %d/%d p50 %v p99 %v max %v; bulk %d/%d; learned %+v; class %v, transitions %+v, reading %+v",
+		c.link, c.stepTo, len(expressAt), sentCrit, lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1], bulkGot, sentBulk,
+		*st.Link.Learned, st.Classifier.Class, st.Classifier.History, st.Classifier.Reading)
+	return lat, sentCrit - len(expressAt), float64(bulkGot) / float64(sentBulk), st.Classifier.Class
 }
 
 // TestLearnedLinkBudget (issue 30 item 4): with nothing configured about
 // the device's link, a 48 B express stream at 50 Hz beside bulk at 10 Hz
-// through eval/linkemu with a 256 KiB bottleneck queue keeps a short
-// queue once the rate is learned: the express p99 of the checked part is
-// within the bound (unpaced, the queue holds 80 ms of bulk at 10 Mbit/s
-// and 21 ms at 100 Mbit/s, which is what the bounds rule out), no express
-// sample is lost, and bulk still arrives. The short case (10 Mbit/s, 100 kB
-// bulk, 5 s) runs by default; the 100 Mbit/s case with 1 MB bulk and the
-// rate step 100 → 10 Mbit/s run with PICOBRIDGE_LONG_TESTS=1 (they move
-// 10 MB/s through linkemu, too much for a loaded CI host under -race).
+// through eval/linkemu with a bounded bottleneck queue keeps a short queue
+// once the rate is learned: the express p99 of the checked part is within
+// the bound, no express sample is lost, and bulk still arrives. Unpaced,
+// the queue holds 80 ms of each 100 kB burst at 10 Mbit/s, and 84 ms (a
+// full 1 MiB queue) at 100 Mbit/s; after the rate step 100 → 10 Mbit/s
+// it holds over a second (linkemu's queue and the socket buffer in front
+// of it), which the learner drains (and the classifier does not take for
+// a bad device: the critical route stays on the express lane). The
+// bounds leave room for the race detector on a 2-core host; egressbench
+// measures the issue's goals without it (docs/egressbench.md).
 func TestLearnedLinkBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: seconds of traffic through linkemu")
 	}
-	long := os.Getenv("PICOBRIDGE_LONG_TESTS") != ""
 	for _, c := range []struct {
 		name string
-		long bool
 		learnCase
 	}{
-		{"10mbit", false, learnCase{link: 10 * (1000 * linkemu.Kbit), bulk: 100_000, duration: 5 * time.Second,
-			from: 2 * time.Second, p99: 20 * time.Millisecond, minBulk: 0.9}},
+		{"10mbit", learnCase{link: 10 * (1000 * linkemu.Kbit), bulk: 100_000, queue: 256 << 10, duration: 5 * time.Second,
+			from: 2 * time.Second, p99: 30 * time.Millisecond, minBulk: 0.9}},
 		// Under -race the gateway itself is slower: 78 % of the 1 MB
 		// samples arrived in one run (egressbench without -race: 100 %).
-		{"100mbit", true, learnCase{link: 100 * (1000 * linkemu.Kbit), bulk: 1_000_000, duration: 8 * time.Second,
-			from: 3 * time.Second, p99: 15 * time.Millisecond, minBulk: 0.7}},
+		{"100mbit", learnCase{link: 100 * (1000 * linkemu.Kbit), bulk: 1_000_000, queue: 1 << 20, duration: 8 * time.Second,
+			from: 3 * time.Second, p99: 30 * time.Millisecond, minBulk: 0.7}},
 		// After the step, 1 MB samples overload the 10 Mbit/s link 8×:
-		// keep-latest replaces most of them, so only express is checked.
-		{"step", true, learnCase{link: 100 * (1000 * linkemu.Kbit), stepTo: 10 * (1000 * linkemu.Kbit), stepAt: 4 * time.Second,
-			bulk: 1_000_000, duration: 10 * time.Second, from: 6 * time.Second, p99: 20 * time.Millisecond}},
+		// keep-latest replaces most of them, so only express is checked,
+		// from 3 s after the step (the drain of the second of queue
+		// takes 2.3–2.8 s here).
+		{"step", learnCase{link: 100 * (1000 * linkemu.Kbit), stepTo: 10 * (1000 * linkemu.Kbit), stepAt: 4 * time.Second,
+			bulk: 1_000_000, queue: 256 << 10, duration: 10 * time.Second, from: 7 * time.Second, p99: 30 * time.Millisecond}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if c.long && !long {
-				t.Skip("set PICOBRIDGE_LONG_TESTS=1: 10 MB/s through linkemu")
-			}
-			lat, lost, bulk := learnRun(t, c.learnCase)
+			lat, lost, bulk, class := learnRun(t, c.learnCase)
 			require.Zero(t, lost, "express samples lost")
+			require.Equal(t, bridge.ClassCritical, class, "the device keeps its class")
 			require.LessOrEqual(t, lat[len(lat)*99/100], c.p99, fmt.Sprintf("express p99 from %v", c.from))
 			require.GreaterOrEqual(t, bulk, c.minBulk, "bulk share delivered")
 		})
