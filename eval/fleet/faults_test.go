@@ -138,10 +138,16 @@ func inProcessRouter(t *testing.T, addr string) (*zenohpath.Router, string) {
 // startTestLoadgen connects n sessions with a 3 s lease (keep-alive every 0.75 s; a loss
 // noticed within 2 s): room for -race on a loaded host, where a 1 s lease expired some.
 func startTestLoadgen(t *testing.T, addr string, n int, reconnect bool) (*loadgen, *syncBuf) {
+	return startTestLoadgenWith(t, addr, n, reconnect, 3*time.Second, 1024)
+}
+
+// startTestLoadgenWith is startTestLoadgen with the sessions' lease and recording the
+// sequence numbers below maxSeq.
+func startTestLoadgenWith(t *testing.T, addr string, n int, reconnect bool, lease time.Duration, maxSeq uint32) (*loadgen, *syncBuf) {
 	out := &syncBuf{}
-	g := &loadgen{addr: addr, n: n, sources: 2, key: fanKey, batch: 2048, lease: 3 * time.Second, out: json.NewEncoder(out),
+	g := &loadgen{addr: addr, n: n, sources: 2, key: fanKey, batch: 2048, lease: lease, out: json.NewEncoder(out),
 		reconnect: reconnect, token: true}
-	g.init(1024, 1, 0)
+	g.init(maxSeq, 1, 0)
 	stopKA := make(chan struct{})
 	kaDone := make(chan struct{})
 	go func() { defer close(kaDone); g.keepAlive(stopKA) }()
@@ -260,7 +266,9 @@ func TestReadCountsDuplicates(t *testing.T) {
 }
 
 // TestCutProxy: bytes pass both ways; a cut ends the forwarded connection and refuses new
-// dials; a heal accepts again on the same address.
+// dials; a heal accepts again on the same address. A blackhole refuses new dials too but
+// keeps the forwarded connection open and drops its bytes;
+// after a heal the same connection passes bytes again.
 func TestCutProxy(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -305,6 +313,29 @@ func TestCutProxy(t *testing.T) {
 	_, err = net.Dial("tcp", p.addr)
 	require.Error(t, err, "refused while cut")
 	require.NoError(t, p.heal())
+	c, err = echo()
+	require.NoError(t, err)
+
+	p.blackhole()
+	_, err = net.Dial("tcp", p.addr)
+	require.Error(t, err, "refused while blackholed")
+	_, err = c.Write([]byte("lost"))
+	require.NoError(t, err)
+	_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	n, err := c.Read(make([]byte, 4))
+	require.Zero(t, n)
+	var ne net.Error
+	require.ErrorAs(t, err, &ne, "no byte, no close: the read times out")
+	require.True(t, ne.Timeout(), err)
+	require.NoError(t, p.heal())
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, err = c.Write([]byte("pong"))
+	require.NoError(t, err)
+	b := make([]byte, 4)
+	_, err = io.ReadFull(c, b)
+	require.NoError(t, err)
+	require.Equal(t, "pong", string(b), "the same connection forwards again; what was sent into the hole is gone")
+	_ = c.Close()
 	c, err = echo()
 	require.NoError(t, err)
 	_ = c.Close()
