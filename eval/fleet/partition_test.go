@@ -19,8 +19,9 @@ import (
 
 const (
 	// nominalLease is the lease both routers announce in the partition test: a silent cut
-	// is noticed within it (zenohd's is 10 s; 2 s keeps the test short).
-	nominalLease = 2 * time.Second
+	// is noticed within it (zenohd's is 10 s; 3 s keeps the test short, and a process the
+	// host stalls for up to 2.25 s keeps its links).
+	nominalLease = 3 * time.Second
 	// connectRetryMax is the longest wait between two dials of Router.Connect (server.go:
 	// from 100 ms doubling to 5 s, reset after a dial that succeeded).
 	connectRetryMax = 5 * time.Second
@@ -50,8 +51,8 @@ func partitionTiming() partitionTimes {
 // TestPartitionHealInProcess (issue 29 item 3, the small scale of Partition): two Go
 // routers in a mesh, R2 dialling R1 as a router through a cut proxy, 16 raw device
 // sessions on each subscribing to the fan key (and holding a liveliness token), and a
-// publisher on R1 pushing numbered samples at 100 Hz. The R1–R2 link is cut for 3 s
-// (lease 2 s), then healed. Two cuts: "reset" closes the forwarded connections (both ends
+// publisher on R1 pushing numbered samples at 100 Hz. The R1–R2 link is cut for 4 s
+// (lease 3 s), then healed. Two cuts: "reset" closes the forwarded connections (both ends
 // notice at once), "silent" drops every byte and passes no close (each end notices when
 // its lease expires). Exact counts:
 //
@@ -73,7 +74,7 @@ func partitionTiming() partitionTimes {
 //     the healed link.
 //
 // The durations scale with PICOBRIDGE_TIMESCALE. A host that does not run this process
-// for longer than lease − lease/4 (1.5 s) expires the healthy link and fails the test;
+// for longer than lease − lease/4 (2.25 s) expires the healthy link and fails the test;
 // the failure then prints the longest stall measured (stallMonitor).
 func TestPartitionHealInProcess(t *testing.T) {
 	for _, silent := range []bool{false, true} {
