@@ -187,21 +187,20 @@ func tableOf(r *zenohpath.Router) meshTable {
 	return tb
 }
 
-// waitTable polls r's table every 5 ms until it is want, and returns how long that took;
-// after within it fails showing the difference.
-func waitTable(t *testing.T, what string, r *zenohpath.Router, want meshTable, within time.Duration) time.Duration {
+// waitTable polls r's table every 5 ms until it is want, and returns how long that took
+// (wall clock); once the process ran for longer than within it fails showing the
+// difference.
+func (m *stallMonitor) waitTable(t *testing.T, what string, r *zenohpath.Router, want meshTable, within time.Duration) time.Duration {
 	t.Helper()
-	t0 := time.Now()
-	for {
-		got := tableOf(r)
-		if fmt.Sprint(got) == fmt.Sprint(want) {
-			return time.Since(t0)
-		}
-		if time.Since(t0) > within {
-			require.Equal(t, want, got, "%s: route table after %v", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var got meshTable
+	d, ok := m.poll(within, func() bool {
+		got = tableOf(r)
+		return fmt.Sprint(got) == fmt.Sprint(want)
+	})
+	if !ok {
+		require.Equal(t, want, got, "%s: route table after the process ran %v (wall clock %v)", what, within, d.Round(time.Millisecond))
 	}
+	return d
 }
 
 // hasSeq reports whether session i of g received sample seq.
@@ -223,18 +222,15 @@ func allFrom(g *loadgen, from, to uint32) bool {
 	return true
 }
 
-// waitAll polls every 5 ms until cond holds and returns how long that took, or fails
-// after within.
-func waitAll(t *testing.T, what string, within time.Duration, cond func() bool) time.Duration {
+// waitAll polls every 5 ms until cond holds and returns how long that took (wall clock),
+// or fails once the process ran for longer than within.
+func (m *stallMonitor) waitAll(t *testing.T, what string, within time.Duration, cond func() bool) time.Duration {
 	t.Helper()
-	t0 := time.Now()
-	for !cond() {
-		if time.Since(t0) > within {
-			t.Fatalf("%s: not within %v", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
+	d, ok := m.poll(within, cond)
+	if !ok {
+		t.Fatalf("%s: not within %v of running (%v wall clock, the rest stalled)", what, within, d.Round(time.Millisecond))
 	}
-	return time.Since(t0)
+	return d
 }
 
 // seqRuns lists the maximal runs [from, to) of the samples below end that session i of g
@@ -282,11 +278,14 @@ func testPartitionHeal(t *testing.T, silent bool) {
 	defer ga.leave()
 	gb, _ := startTestLoadgenWith(t, r2.addr, n, false, 10*time.Second, partitionMaxSeq)
 	defer gb.leave()
-	waitTable(t, "R1 linked", r1.r, linked(0, z2), long)
-	waitTable(t, "R2 linked", r2.r, linked(0, z1), long)
+	stalls.waitTable(t, "R1 linked", r1.r, linked(0, z2), long)
+	stalls.waitTable(t, "R2 linked", r2.r, linked(0, z1), long)
 
 	pctx, cancel := context.WithCancel(context.Background())
-	pub := startCritPub(pctx, r1.addr, 64, 2048, partitionRateHz)
+	// The publisher's writes wait as long as it takes: a stalled host loses no sample at
+	// the source.
+	pub := &critPub{addr: r1.addr, size: 64, batch: 2048, timeout: long, done: make(chan struct{})}
+	go pub.run(pctx, partitionRateHz)
 	stopped := false
 	stopPub := func() {
 		if !stopped {
@@ -296,12 +295,12 @@ func testPartitionHeal(t *testing.T, silent bool) {
 		}
 	}
 	defer stopPub()
-	waitTable(t, "R1 with the publisher", r1.r, linked(1, z2), long)
+	stalls.waitTable(t, "R1 with the publisher", r1.r, linked(1, z2), long)
 
 	// Before the cut: half a second of samples reached both sides (checked sample by
 	// sample at the end).
 	sPre := pub.next() + partitionRateHz/2
-	waitAll(t, "both sides received the samples before the cut", long, func() bool {
+	stalls.waitAll(t, "both sides received the samples before the cut", long, func() bool {
 		return allFrom(ga, sPre-1, pub.next()) && allFrom(gb, sPre-1, pub.next())
 	})
 	tCut := time.Now()
@@ -319,9 +318,9 @@ func testPartitionHeal(t *testing.T, silent bool) {
 	if silent {
 		failBound += tm.lease
 	}
-	waitTable(t, "R1 apart", r1.r, apart(1), failBound)
+	stalls.waitTable(t, "R1 apart", r1.r, apart(1), failBound)
 	fail1 := time.Since(tCut)
-	waitTable(t, "R2 apart", r2.r, apart(0), failBound)
+	stalls.waitTable(t, "R2 apart", r2.r, apart(0), failBound)
 	fail2 := time.Since(tCut)
 	if silent {
 		require.GreaterOrEqual(t, min(fail1, fail2), tm.lease/2, "a silent cut is noticed by lease expiry only")
@@ -334,11 +333,11 @@ func testPartitionHeal(t *testing.T, silent bool) {
 	cutFor := tHeal.Sub(tCut)
 	require.NoError(t, px.heal())
 	healBound := min(cutFor, connectRetryMax) + tm.slack
-	heal := waitAll(t, "every B device receives again after the heal", healBound, func() bool {
+	heal := stalls.waitAll(t, "every B device receives again after the heal", healBound, func() bool {
 		return allFrom(gb, sHeal, pub.next())
 	})
-	waitTable(t, "R1 linked again", r1.r, linked(1, z2), tm.slack)
-	waitTable(t, "R2 linked again", r2.r, linked(0, z1), tm.slack)
+	stalls.waitTable(t, "R1 linked again", r1.r, linked(1, z2), tm.slack)
+	stalls.waitTable(t, "R2 linked again", r2.r, linked(0, z1), tm.slack)
 
 	// One more second of samples over the healed link, then the last one reaches both sides.
 	time.Sleep(time.Second)
@@ -346,7 +345,7 @@ func testPartitionHeal(t *testing.T, silent bool) {
 	sEnd := pub.next()
 	require.Zero(t, pub.fails.Load(), "every tick's sample was written to R1")
 	require.Less(t, sEnd, uint32(partitionMaxSeq))
-	waitAll(t, "both sides received the last sample", long, func() bool {
+	stalls.waitAll(t, "both sides received the last sample", long, func() bool {
 		return allFrom(ga, sEnd-1, sEnd) && allFrom(gb, sEnd-1, sEnd)
 	})
 	time.Sleep(100 * time.Millisecond) // a duplicate or a looped copy would arrive meanwhile
@@ -382,24 +381,31 @@ func testPartitionHeal(t *testing.T, silent bool) {
 	}
 	require.EqualValues(t, 0, r2.linkPushes(), "R2 routed no sample to R1")
 	require.EqualValues(t, sEnd-y, r1.linkPushes(), "R1 routed each sample after the heal once to R2")
-	waitTable(t, "R1 at the end", r1.r, linked(0, z2), tm.slack) // the publisher left
-	waitTable(t, "R2 at the end", r2.r, linked(0, z1), 0)
+	stalls.waitTable(t, "R1 at the end", r1.r, linked(0, z2), tm.slack) // the publisher left
+	stalls.waitTable(t, "R2 at the end", r2.r, linked(0, z1), 0)
 
 	t.Logf("cut %v (lease %v): failover R1 %v, R2 %v; heal → every B device receiving: %v (bound %v); "+
-		"B missed samples [%d, %d) (cut at %d, heal at %d, %d Hz), A missed none; %d samples; R1 drops %v, R2 drops %v; longest stall of the process %v",
+		"B missed samples [%d, %d) (cut at %d, heal at %d, %d Hz), A missed none; %d samples; R1 drops %v, R2 drops %v; longest stall of the process %v (%v in all)",
 		cutFor.Round(time.Millisecond), tm.lease, fail1.Round(time.Millisecond), fail2.Round(time.Millisecond),
 		heal.Round(time.Millisecond), healBound.Round(time.Millisecond), x, y, sCut, sHeal, partitionRateHz, sEnd,
-		nonZero(r1.dropped(t)), nonZero(r2.dropped(t)), stalls.longest().Round(time.Millisecond))
+		nonZero(r1.dropped(t)), nonZero(r2.dropped(t)), stalls.longest().Round(time.Millisecond),
+		time.Duration(stalls.total.Load()).Round(time.Millisecond))
 }
 
-// stallMonitor measures how long the host kept this process from running: the longest
-// a goroutine sleeping 10 ms at a time overslept. A stall longer than lease − lease/4 lets
-// a healthy link expire, which a failure of the partition test then names.
+// stallMonitor measures how long the host kept this process from running: a goroutine
+// sleeps 10 ms at a time and records by how much it overslept, the longest and (above
+// 20 ms) the sum. The partition test's bounds are on what the routers do, so its waits
+// do not count the stalls (poll); a stall longer than lease − lease/4 still lets a
+// healthy link expire, which a failure of the test then names.
 type stallMonitor struct {
-	max  atomic.Int64 // ns
-	stop chan struct{}
-	done chan struct{}
+	max   atomic.Int64 // ns
+	total atomic.Int64 // ns, oversleeps above stallFloor
+	stop  chan struct{}
+	done  chan struct{}
 }
+
+// stallFloor: an oversleep up to this is scheduling noise, not a stall.
+const stallFloor = 20 * time.Millisecond
 
 func startStallMonitor(t *testing.T) *stallMonitor {
 	m := &stallMonitor{stop: make(chan struct{}), done: make(chan struct{})}
@@ -412,8 +418,12 @@ func startStallMonitor(t *testing.T) *stallMonitor {
 				return
 			case <-time.After(10 * time.Millisecond):
 			}
-			if d := int64(time.Since(t0) - 10*time.Millisecond); d > m.max.Load() {
-				m.max.Store(d)
+			d := time.Since(t0) - 10*time.Millisecond
+			if int64(d) > m.max.Load() {
+				m.max.Store(int64(d))
+			}
+			if d > stallFloor {
+				m.total.Add(int64(d))
 			}
 		}
 	}()
@@ -429,6 +439,27 @@ func startStallMonitor(t *testing.T) *stallMonitor {
 }
 
 func (m *stallMonitor) longest() time.Duration { return time.Duration(m.max.Load()) }
+
+// poll calls cond every 5 ms until it holds (true) or the process ran for longer than
+// within (false: the wall clock minus the stalls since the start); it returns the wall
+// clock time it took. Before giving up it lets the monitor record a stall it has not
+// woken from yet.
+func (m *stallMonitor) poll(within time.Duration, cond func() bool) (time.Duration, bool) {
+	t0, s0 := time.Now(), m.total.Load()
+	ran := func() time.Duration { return time.Since(t0) - time.Duration(m.total.Load()-s0) }
+	for {
+		if cond() {
+			return time.Since(t0), true
+		}
+		if ran() > within {
+			time.Sleep(2 * stallFloor)
+			if ran() > within && !cond() {
+				return time.Since(t0), false
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
 
 // nonZero keeps the non-zero counts, in a stable order for printing.
 func nonZero(m map[string]float64) []string {

@@ -15,9 +15,12 @@ type critPub struct {
 	addr  string
 	size  int
 	batch uint16
-	seq   atomic.Uint32 // next sequence number
-	fails atomic.Int64  // ticks whose sample could not be written
-	done  chan struct{}
+	// timeout bounds each write of a sample (0: 1 s); the partition test allows more, so
+	// that a host stalling the process does not lose samples at the source.
+	timeout time.Duration
+	seq     atomic.Uint32 // next sequence number
+	fails   atomic.Int64  // ticks whose sample could not be written
+	done    chan struct{}
 }
 
 func startCritPub(ctx context.Context, addr string, size, batch int, hz float64) *critPub {
@@ -62,7 +65,11 @@ func (p *critPub) run(ctx context.Context, hz float64) {
 			go drain(s)
 		}
 		encodeFan(payload, seq, time.Now())
-		if err := s.put(fanKey, payload, time.Now().Add(time.Second)); err != nil {
+		timeout := p.timeout
+		if timeout <= 0 {
+			timeout = time.Second
+		}
+		if err := s.put(fanKey, payload, time.Now().Add(timeout)); err != nil {
 			_ = s.close()
 			s = nil
 			p.fails.Add(1)
