@@ -136,19 +136,33 @@ func (d *devices) attach(df *devFace, name string) {
 	df.dev = dev
 	d.mu.Unlock()
 	d.s.stats.devices.Inc()
-	// What the router routes to the device from other faces (upstream
-	// Zenoh, other devices, clients) goes through its lanes too, with the
-	// criticality of the ROS name its key maps back to.
-	gw := d.s.gw
-	df.face.SetDivert(func(key string, payload []byte) bool {
+	df.face.SetDivert(laneDivert(d.s.gw, dev))
+	d.sync(df, df.face.Subscriptions())
+}
+
+// laneDivert is a device face's divert function: what the router routes to
+// the device from other faces (upstream Zenoh, other devices, clients)
+// goes through its lanes too, with the criticality of the ROS name its key
+// maps back to. The router calls it from the sending face's receive
+// goroutine, for each sample of a received batch back to back; before a
+// sample of a critical route it gives the device's express lane up to
+// expressDrainWait to make room (Device.WaitExpressRoom), as the DDS
+// ingress does, so that a burst longer than the lane's depth, delivered
+// faster than the lane is scheduled, is not cut to the depth while the
+// device keeps up. A stalled, slow or link-paced device is not waited for;
+// what it cannot take is dropped, counted as congestion.
+func laneDivert(gw *bridge.Gateway, dev *bridge.Device) zenohpath.DivertFunc {
+	return func(key string, payload []byte) bool {
 		if strings.HasPrefix(key, "@") {
 			return false // verbatim keys (probes, admin) stay plain
 		}
 		route := gw.RouteForKey(key)
+		if route.Criticality == bridge.Critical {
+			dev.WaitExpressRoom(key, expressDrainWait)
+		}
 		dev.Offer(bridge.Sample{Key: key, Payload: bytes.Clone(payload)}, route.Criticality)
 		return true
-	})
-	d.sync(df, df.face.Subscriptions())
+	}
 }
 
 func (d *devices) sync(df *devFace, subs []string) {

@@ -1,0 +1,123 @@
+package server
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/bridge"
+	"github.com/picobridge/picobridge/firmware"
+)
+
+// slowSink takes wait per SendExpress (synthetic time): a device's express
+// lane that runs late, as on a busy host, but keeps up (under expressStall).
+type slowSink struct {
+	wait time.Duration
+	mu   sync.Mutex
+	got  []string
+}
+
+func (s *slowSink) SendExpress(x bridge.Sample) error {
+	time.Sleep(s.wait)
+	s.mu.Lock()
+	s.got = append(s.got, string(x.Payload))
+	s.mu.Unlock()
+	return nil
+}
+func (s *slowSink) SendBatch([]bridge.Sample) error { return nil }
+func (s *slowSink) SendProbe(string, []byte) error  { return nil }
+
+func (s *slowSink) received() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got...)
+}
+
+func divertGateway(t *testing.T, yaml string) *bridge.Gateway {
+	t.Helper()
+	cfg, err := bridge.ParseConfig("test.yaml", []byte(yaml))
+	require.NoError(t, err)
+	cat, err := firmware.Catalog()
+	require.NoError(t, err)
+	g, err := bridge.New(cfg, bridge.Options{Catalog: cat})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
+// blockSink's SendExpress blocks until release is closed: a stalled device.
+type blockSink struct {
+	slowSink
+	release chan struct{}
+}
+
+func (s *blockSink) SendExpress(x bridge.Sample) error {
+	<-s.release
+	return s.slowSink.SendExpress(x)
+}
+
+// The router hands a device's divert the samples of one batch received
+// from upstream back to back. A burst of 10 samples of a critical route
+// (more than the express depth, 4) reaching a device whose express lane
+// takes 3 ms per sample (keeping up, under expressStall) arrives complete
+// and in order: the divert waits for room in the lane instead of dropping
+// the oldest (before: 5 or 6 of the 10 dropped as congestion; issue 29).
+// The ingress waits exactly one lane send per sample beyond the depth. A
+// noncritical route never waits; a stalled device is waited for once, for
+// expressStall (5 ms), and what it cannot take is counted as congestion.
+func TestLaneDivertWaitsForExpressRoom(t *testing.T) {
+	const yaml = `
+routes:
+  critical: ["/fleet/fan"]
+`
+	burst := func(divert func(string, []byte) bool, key string) time.Duration {
+		start := time.Now()
+		for i := range 10 {
+			require.True(t, divert(key, []byte(fmt.Sprint(i))))
+		}
+		return time.Since(start)
+	}
+	t.Run("keeping up", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := divertGateway(t, yaml)
+			sink := &slowSink{wait: 3 * time.Millisecond}
+			dev, err := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
+			require.NoError(t, err)
+			dev.DeclareSubscriber("fleet/fan")
+			dev.DeclareSubscriber("bulk")
+			divert := laneDivert(g, dev)
+			took := burst(divert, "fleet/fan")
+			time.Sleep(time.Second)
+			synctest.Wait()
+			st := g.Devicez(bridge.DevicezOptions{}).Devices[0]
+			require.Empty(t, st.CriticalDropped)
+			want := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+			require.Equal(t, want, sink.received(), "every sample, in order")
+			require.Equal(t, uint64(10), st.CriticalForwarded)
+			require.Equal(t, 15*time.Millisecond, took, "samples 4..9 wait for the sends of 0..5")
+			require.Zero(t, burst(divert, "bulk"), "a noncritical route does not wait")
+			require.False(t, divert("@/x/ping", nil), "verbatim keys stay plain")
+		})
+	})
+	t.Run("stalled", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := divertGateway(t, yaml)
+			sink := &blockSink{release: make(chan struct{})}
+			dev, err := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
+			require.NoError(t, err)
+			dev.DeclareSubscriber("fleet/fan")
+			divert := laneDivert(g, dev)
+			took := burst(divert, "fleet/fan")
+			close(sink.release)
+			synctest.Wait()
+			require.Equal(t, []string{"0", "6", "7", "8", "9"}, sink.received(), "keep-latest")
+			st := g.Devicez(bridge.DevicezOptions{}).Devices[0]
+			require.Equal(t, map[string]uint64{"congestion": 5}, st.CriticalDropped)
+			require.Equal(t, 5*time.Millisecond, took, "waited once, until the send of 0 reached expressStall")
+		})
+	})
+}
