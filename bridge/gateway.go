@@ -230,7 +230,7 @@ func (g *Gateway) Close() error {
 	g.cancel()
 	g.wg.Wait()
 	for _, d := range *g.devices.Load() {
-		d.egress().discard() // what was pending is counted (suspended), not lost silently
+		d.egress().discard(DropClosed) // what was pending is counted (closed), not lost silently
 	}
 	return nil
 }

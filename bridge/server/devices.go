@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
+	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -208,9 +210,16 @@ func push(key string, payload []byte, q wire.QoS) *wire.Push {
 	return m
 }
 
+// sinkErr maps a face's send error to the lanes' sentinels: a full queue
+// is congestion; a closed session (the device left or lost its link; the
+// face closes and the device detaches right after) is ErrDeviceClosed, not
+// a sink error the supervisor counts (a fleet's churn is no gateway fault).
 func sinkErr(err error) error {
-	if errors.Is(err, zenohpath.ErrFaceQueueFull) {
+	switch {
+	case errors.Is(err, zenohpath.ErrFaceQueueFull):
 		return bridge.ErrCongested
+	case errors.Is(err, transport.ErrClosed), errors.Is(err, zenohpath.ErrClosed):
+		return fmt.Errorf("%w: %w", bridge.ErrDeviceClosed, err)
 	}
 	return err
 }

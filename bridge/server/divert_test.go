@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/firmware"
+	"github.com/picobridge/picobridge/zenohpath"
+	"github.com/picobridge/picobridge/zenohpath/transport"
 )
 
 // slowSink takes wait per SendExpress (synthetic time): a device's express
@@ -120,4 +123,19 @@ routes:
 			require.Equal(t, 5*time.Millisecond, took, "waited once, until the send of 0 reached expressStall")
 		})
 	})
+}
+
+// A face's send errors map to the lanes' sentinels: a full queue is
+// congestion, a closed session (transport or router) is ErrDeviceClosed
+// (counted as closed, no supervisor error), anything else stays an error.
+func TestSinkErrMapping(t *testing.T) {
+	require.ErrorIs(t, sinkErr(fmt.Errorf("%w: x", zenohpath.ErrFaceQueueFull)), bridge.ErrCongested)
+	for _, err := range []error{transport.ErrClosed, zenohpath.ErrClosed, fmt.Errorf("send: %w", transport.ErrClosed)} {
+		got := sinkErr(err)
+		require.ErrorIs(t, got, bridge.ErrDeviceClosed)
+		require.ErrorIs(t, got, err, "the cause is kept")
+	}
+	other := errors.New("encode failed")
+	require.Equal(t, other, sinkErr(other))
+	require.NoError(t, sinkErr(nil))
 }
