@@ -264,6 +264,7 @@ func (g *Gateway) housekeeping() {
 	defer sup.Stop()
 	defer lag.Stop()
 	lastSup, lastLag := g.clock.Now(), g.clock.Now()
+	g.cpuBusy(lastSup) // the CPU baseline of the first supervisor reading
 	for {
 		select {
 		case <-g.ctx.Done():
