@@ -92,7 +92,7 @@ routes:
 			require.NoError(t, err)
 			dev.DeclareSubscriber("fleet/fan")
 			dev.DeclareSubscriber("bulk")
-			divert := laneDivert(g, dev)
+			divert := laneDivert(g, dev, &expressPacer{})
 			took := burst(divert, "fleet/fan")
 			time.Sleep(time.Second)
 			synctest.Wait()
@@ -113,7 +113,7 @@ routes:
 			dev, err := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, sink)
 			require.NoError(t, err)
 			dev.DeclareSubscriber("fleet/fan")
-			divert := laneDivert(g, dev)
+			divert := laneDivert(g, dev, &expressPacer{})
 			took := burst(divert, "fleet/fan")
 			close(sink.release)
 			synctest.Wait()
@@ -138,4 +138,22 @@ func TestSinkErrMapping(t *testing.T) {
 	other := errors.New("encode failed")
 	require.Equal(t, other, sinkErr(other))
 	require.NoError(t, sinkErr(nil))
+}
+
+// The diverts of one sample's fan-out share expressDrainWait: the router
+// hands every device face the same payload slice, so what the first device
+// face waited is taken from the next one's budget; another sample gets a
+// budget of its own; a sample that reuses the address within the window
+// gets what is left, never more; an empty payload cannot be told apart and
+// gets the whole budget.
+func TestExpressPacer(t *testing.T) {
+	var p expressPacer
+	t0 := time.Unix(100, 0)
+	a, b := []byte("a"), []byte("b")
+	require.Equal(t, 20*time.Millisecond, p.left(a, t0))
+	require.Equal(t, 8*time.Millisecond, p.left(a, t0.Add(12*time.Millisecond)), "the same sample, the next device")
+	require.Equal(t, -5*time.Millisecond, p.left(a, t0.Add(25*time.Millisecond)), "its budget is spent")
+	require.Equal(t, 20*time.Millisecond, p.left(b, t0.Add(25*time.Millisecond)), "another sample")
+	require.Equal(t, 20*time.Millisecond, p.left(b[:1:1], t0.Add(66*time.Millisecond)), "the same address after the window: a new sample")
+	require.Equal(t, 20*time.Millisecond, p.left(nil, t0.Add(70*time.Millisecond)))
 }
