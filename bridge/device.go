@@ -167,7 +167,7 @@ func (d *Device) configure(dc *DeviceConfig, announced string) {
 	d.eg.setBatchedRate(d.batchedRate(dc, c), now)
 	d.mu.Unlock()
 	if old != nil {
-		old.discard()
+		old.discard(DropSuspended)
 		d.expUnit.wake() // the lanes pick the new egress
 		d.lane.notify()
 	}
@@ -278,7 +278,7 @@ func (d *Device) Detach() {
 	d.g.mu.Unlock()
 	d.expUnit.stop()
 	d.batUnit.stop()
-	d.egress().discard()
+	d.egress().discard(DropClosed)
 	d.g.drained.notify()
 	d.lane.notify()
 	d.g.log.Info("device detached", slog.String("device", d.Name()))

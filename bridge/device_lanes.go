@@ -19,8 +19,11 @@ func (d *Device) runExpress(now time.Time) time.Duration {
 	for range expressQuantum {
 		s, ok, wait := eg.nextExpress(now)
 		if ok {
-			d.g.drained.notify() // taken from the FIFO: WaitExpressRoom looks again
+			// the call's start first: a waiter woken by the notify must see
+			// it, or it waits its full max for a device that stalls in this
+			// call instead of expressStall
 			eg.exp.sinkAt.Store(int64(now.Sub(d.g.started)) + 1)
+			d.g.drained.notify() // taken from the FIFO: WaitExpressRoom looks again
 			err := eg.sendExpress(d.sink, s, now)
 			eg.exp.sinkAt.Store(0)
 			after := d.g.clock.Now()

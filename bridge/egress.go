@@ -35,7 +35,8 @@ type Sample struct {
 // goroutines of their own, so an implementation must be safe for concurrent
 // use and should not block for long: when the link's queue is full it
 // returns ErrCongested (the samples are then counted as dropped with reason
-// congestion), any other error also counts toward the supervisor's errors.
+// congestion), ErrDeviceClosed when the device's session has closed (counted
+// as closed), any other error also counts toward the supervisor's errors.
 // Every method must return once the device's session is closed: Close
 // waits for the lane goroutines.
 type DeviceSink interface {
@@ -56,6 +57,12 @@ type DeviceSink interface {
 // ErrCongested is what a DeviceSink returns when the device's link cannot
 // take more now.
 var ErrCongested = errors.New("bridge: device link congested")
+
+// ErrDeviceClosed is what a DeviceSink returns once the device's session
+// has closed (the device left or lost its link; the server detaches it
+// right after). Not a gateway fault: the samples are counted as closed,
+// not as congestion, and not toward the supervisor's errors.
+var ErrDeviceClosed = errors.New("bridge: device session closed")
 
 // Lane is one of a device's two egress lanes.
 type Lane uint8
@@ -93,16 +100,20 @@ const (
 	// could take it (keep-latest), or refused by the sink (ErrCongested, errors).
 	DropCongestion
 	// DropSuspended: the supervisor suspended the lane (DEGRADED: batched;
-	// EMERGENCY: both), or the device went away with samples pending.
+	// EMERGENCY: both).
 	DropSuspended
 	// DropLinkBudget: held back by the device's link budget
 	// (policy.link, bytes/s) and replaced by a newer sample of its key
 	// before the budget let it go (noncritical traffic is shed first).
 	DropLinkBudget
+	// DropClosed: the device's session had closed (it left or lost its
+	// link): the sink returned ErrDeviceClosed, or the device detached (or
+	// the gateway closed) with samples pending.
+	DropClosed
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"rate_limit", "stale", "oversize", "ring_budget", "queue_full", "congestion", "suspended", "link_budget"}
+var reasonNames = [numReasons]string{"rate_limit", "stale", "oversize", "ring_budget", "queue_full", "congestion", "suspended", "link_budget", "closed"}
 
 func (r DropReason) String() string {
 	if r < numReasons {
@@ -360,8 +371,12 @@ func (e *egress) countCrit(l Lane, n, crit int, err error, now time.Time) {
 		crit = n
 	}
 	if err != nil {
-		e.drop(l, DropCongestion, n-crit, false, now)
-		e.drop(l, DropCongestion, crit, true, now)
+		r := DropCongestion
+		if errors.Is(err, ErrDeviceClosed) {
+			r = DropClosed
+		}
+		e.drop(l, r, n-crit, false, now)
+		e.drop(l, r, crit, true, now)
 	}
 	switch {
 	case err == nil:
@@ -369,21 +384,25 @@ func (e *egress) countCrit(l Lane, n, crit int, err error, now time.Time) {
 		e.stats.critForwarded.Add(uint64(crit))
 	case errors.Is(err, ErrCongested):
 		e.log.once(l, DropCongestion, "device link congested", slog.Int("samples", n))
+	case errors.Is(err, ErrDeviceClosed):
+		e.log.once(l, DropClosed, "device session closed", slog.Int("samples", n))
 	default:
 		e.stats.errors.Add(1)
 		e.log.once(l, DropCongestion, "device sink error", slog.Any("err", err), slog.Int("samples", n))
 	}
 }
 
-// discard drops everything pending (device gone), counted as suspended.
-func (e *egress) discard() {
+// discard drops everything pending, counted for r: closed when the device
+// went away (or the gateway closed), suspended when its lanes were
+// replaced by a reconfiguration.
+func (e *egress) discard(r DropReason) {
 	e.exp.mu.Lock()
 	n := int(e.exp.n.Load())
 	clear(e.exp.items)
 	e.exp.order = nil
 	e.exp.n.Store(0)
 	e.exp.mu.Unlock()
-	e.stats.drop(LaneExpress, DropSuspended, n)
+	e.stats.drop(LaneExpress, r, n)
 	e.bat.mu.Lock()
 	m := e.bat.pending
 	for _, q := range e.bat.order {
@@ -391,7 +410,7 @@ func (e *egress) discard() {
 	}
 	e.bat.pending = 0
 	e.bat.mu.Unlock()
-	e.stats.drop(LaneBatched, DropSuspended, m)
+	e.stats.drop(LaneBatched, r, m)
 }
 
 // depth returns the samples pending per lane and the age of the oldest

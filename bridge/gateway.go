@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -49,6 +50,9 @@ type Options struct {
 	// HostStats reads the host's CPU steal and load for the
 	// gateway-health guard; nil: ReadHostStats (/proc).
 	HostStats func() (HostStats, error)
+	// ProcessCPU reads the CPU time the gateway's process has used, for
+	// the supervisor's lag reading (Health.HostLag); nil: ReadProcessCPU.
+	ProcessCPU func() (time.Duration, error)
 }
 
 // Gateway is the policy core: devices with their lanes and classifiers,
@@ -84,6 +88,11 @@ type Gateway struct {
 	rt        *realtime  // policy.express.realtime (realtime.go)
 	schedOnce sync.Once
 	guard     *healthGuard // the gateway's own lag (health.go)
+
+	// the process CPU time at the previous supervisor reading (cpuBusy)
+	supMu    sync.Mutex
+	supCPU   time.Duration
+	supCPUAt time.Time
 
 	wg      sync.WaitGroup
 	ctx     context.Context
@@ -128,6 +137,9 @@ func New(cfg *Config, opts Options) (*Gateway, error) {
 	}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.opts.ProcessCPU == nil {
+		g.opts.ProcessCPU = ReadProcessCPU
 	}
 	if g.incl == nil {
 		g.incl = KeyIncludes
@@ -230,7 +242,7 @@ func (g *Gateway) Close() error {
 	g.cancel()
 	g.wg.Wait()
 	for _, d := range *g.devices.Load() {
-		d.egress().discard() // what was pending is counted (suspended), not lost silently
+		d.egress().discard(DropClosed) // what was pending is counted (closed), not lost silently
 	}
 	return nil
 }
@@ -252,6 +264,7 @@ func (g *Gateway) housekeeping() {
 	defer sup.Stop()
 	defer lag.Stop()
 	lastSup, lastLag := g.clock.Now(), g.clock.Now()
+	g.cpuBusy(lastSup) // the CPU baseline of the first supervisor reading
 	for {
 		select {
 		case <-g.ctx.Done():
@@ -298,6 +311,9 @@ func (g *Gateway) Supervise(now time.Time) (ModeChange, bool) { return g.supervi
 func (g *Gateway) superviseWithTickLag(now time.Time, tickLag time.Duration) (ModeChange, bool) {
 	h := g.health(now)
 	h.Lag = max(h.Lag, tickLag)
+	if busy, ok := g.cpuBusy(now); ok && h.Lag > 0 && busy < hostLagBusy {
+		h.Lag, h.HostLag = 0, h.Lag
+	}
 	c, changed := g.sup.Observe(h, now)
 	if changed {
 		g.log.Warn("supervisor mode change", slog.String("from", c.From.String()), slog.String("to", c.To.String()), slog.String("reason", c.Reason))
@@ -306,6 +322,34 @@ func (g *Gateway) superviseWithTickLag(now time.Time, tickLag time.Duration) (Mo
 		}
 	}
 	return c, changed
+}
+
+// hostLagBusy is the share of its CPUs (GOMAXPROCS) below which the
+// gateway's process was not busy over a supervisor interval: its lag then
+// is the host's (Health.HostLag). Go's timers and goroutines run late only
+// when every P is busy, when the OS does not run the process's threads
+// (a loaded or starved host: CPU steal, other processes), or in a GC stop;
+// with half its CPU time unused the gateway's own work cannot have
+// delayed them for long.
+const hostLagBusy = 0.5
+
+// cpuBusy is the share of its CPUs (GOMAXPROCS) the process used since the
+// previous call; false at the first call or when the CPU time cannot be
+// read (then every lag counts as the gateway's).
+func (g *Gateway) cpuBusy(now time.Time) (float64, bool) {
+	cpu, err := g.opts.ProcessCPU()
+	if err != nil {
+		return 0, false
+	}
+	g.supMu.Lock()
+	defer g.supMu.Unlock()
+	prev, at := g.supCPU, g.supCPUAt
+	g.supCPU, g.supCPUAt = cpu, now
+	wall := now.Sub(at)
+	if at.IsZero() || wall <= 0 || cpu < prev {
+		return 0, false
+	}
+	return float64(cpu-prev) / (float64(wall) * float64(runtime.GOMAXPROCS(0))), true
 }
 
 // health reads queue occupancy over all devices, the ingress lag and the

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -343,6 +344,48 @@ supervisor:
 		require.Len(t, changes, 4)
 		require.Equal(t, []bridge.SupervisorMode{bridge.Degraded, bridge.Emergency, bridge.Degraded, bridge.Normal},
 			[]bridge.SupervisorMode{changes[0].To, changes[1].To, changes[2].To, changes[3].To})
+	})
+}
+
+// closedSink is the sink of a device whose session has closed: every send
+// fails with ErrDeviceClosed (the server maps the transport's ErrClosed).
+type closedSink struct{}
+
+func (closedSink) SendExpress(bridge.Sample) error {
+	return fmt.Errorf("%w: transport closed", bridge.ErrDeviceClosed)
+}
+func (closedSink) SendBatch([]bridge.Sample) error { return bridge.ErrDeviceClosed }
+func (closedSink) SendProbe(string, []byte) error  { return bridge.ErrDeviceClosed }
+
+// A device that left is no gateway fault: the samples its lanes could not
+// send because its session had closed are counted as closed (not
+// congestion) and do not count toward the supervisor's errors, so a
+// fleet's churn does not put the gateway in DEGRADED (10 per evaluation)
+// or EMERGENCY (100), nor keep it from recovering (recover.errors 0).
+// Before, each was a congestion drop and a sink error: 120 of them put the
+// gateway in EMERGENCY and suspended every device's critical routes.
+func TestClosedDeviceIsNoSupervisorError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGateway(t, testConfig(t, twoDevices), nil) // default supervisor: errors 10 / 100
+		gone, err := g.Attach(bridge.DeviceIdentity{ZID: "a1"}, closedSink{})
+		require.NoError(t, err)
+		gone.DeclareSubscriber("*")
+		cmd, scan := route(t, g, "/cmd_vel"), route(t, g, "/scan")
+		for i := range 120 {
+			g.Publish(cmd, bridge.Sample{Payload: []byte(fmt.Sprint(i))})
+			synctest.Wait()
+		}
+		g.Publish(scan, bridge.Sample{Payload: []byte("s")})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		_, changed := g.Supervise(time.Now())
+		require.False(t, changed)
+		require.Equal(t, bridge.Normal, g.Mode())
+		require.Zero(t, g.Supervisor().Status().Health.Errors)
+		st := g.Devicez(bridge.DevicezOptions{}).Devices[0]
+		require.Equal(t, map[string]uint64{"closed": 120}, st.CriticalDropped)
+		require.Equal(t, map[string]uint64{"closed": 120}, st.Lanes["express"].Dropped)
+		require.Equal(t, map[string]uint64{"closed": 1}, st.Lanes["batched"].Dropped)
 	})
 }
 

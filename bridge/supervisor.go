@@ -64,8 +64,16 @@ type Health struct {
 	// housekeeping tick and of ingress handling since the previous reading.
 	Lag time.Duration `json:"lag_ns"`
 	// Errors counts sink and ingress errors since the previous reading
-	// (ErrCongested is not an error: it is counted as a congestion drop).
+	// (ErrCongested is not an error: it is counted as a congestion drop;
+	// nor is ErrDeviceClosed: a device that left).
 	Errors int `json:"errors"`
+	// HostLag is a lag that is the host's, not the gateway's: measured
+	// while the gateway's process used less than half of its CPUs
+	// (hostLagBusy), so its timers ran late because the OS did not run it
+	// (CPU steal, other processes). It is reported, and no limit applies to
+	// it: suspending the lanes would not give the host's CPU back, and
+	// would drop every critical sample of a gateway that keeps up.
+	HostLag time.Duration `json:"host_lag_ns,omitempty"`
 }
 
 // ModeChange is one supervisor transition, with the reading behind it.

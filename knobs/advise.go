@@ -423,8 +423,9 @@ var dropHints = []struct{ reason, hint string }{
 	{"stale", "older than policy.batched.stale_after when their flush came"},
 	{"queue_full", "the batched lane held its maximum of distinct keys"},
 	{"congestion", "replaced by a newer sample before the device's link took it, or refused by the link"},
-	{"suspended", "forwarding suspended by the supervisor, or the device left with samples pending"},
+	{"suspended", "forwarding suspended by the supervisor"},
 	{"link_budget", "held back by the device's link budget (policy.link)"},
+	{"closed", "the device's session had closed (it left or lost its link) with samples pending"},
 }
 
 // observedNotes are the notes on what a gateway measured: how long, the

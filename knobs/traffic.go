@@ -86,7 +86,7 @@ type Observed struct {
 	Window, RateTau time.Duration
 	// Dropped counts samples the gateway did not forward to the device, by
 	// reason (the bridge's labels: oversize, ring_budget, rate_limit, stale,
-	// queue_full, congestion, suspended, link_budget); zero reasons left out.
+	// queue_full, congestion, suspended, link_budget, closed); zero reasons left out.
 	Dropped map[string]uint64
 	// Flushes counts the batched lane's flushes; FullFlushes those in which
 	// one subscription got RingDepth samples (the ring budget was full).

@@ -3,14 +3,17 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/picobridge/picobridge/bridge"
 	"github.com/picobridge/picobridge/probe"
 	"github.com/picobridge/picobridge/zenohpath"
 	"github.com/picobridge/picobridge/zenohpath/keyexpr"
+	"github.com/picobridge/picobridge/zenohpath/transport"
 	"github.com/picobridge/picobridge/zenohpath/wire"
 )
 
@@ -18,6 +21,8 @@ import (
 // ones identified as devices to the gateway (zenohpath.FaceObserver).
 type devices struct {
 	s *Server
+	// pace bounds the diverts' waits for express room per sample
+	pace expressPacer
 
 	mu     sync.RWMutex
 	byFace map[uint64]*devFace
@@ -136,19 +141,39 @@ func (d *devices) attach(df *devFace, name string) {
 	df.dev = dev
 	d.mu.Unlock()
 	d.s.stats.devices.Inc()
-	// What the router routes to the device from other faces (upstream
-	// Zenoh, other devices, clients) goes through its lanes too, with the
-	// criticality of the ROS name its key maps back to.
-	gw := d.s.gw
-	df.face.SetDivert(func(key string, payload []byte) bool {
+	df.face.SetDivert(laneDivert(d.s.gw, dev, &d.pace))
+	d.sync(df, df.face.Subscriptions())
+}
+
+// laneDivert is a device face's divert function: what the router routes to
+// the device from other faces (upstream Zenoh, other devices, clients)
+// goes through its lanes too, with the criticality of the ROS name its key
+// maps back to. The router calls it from the sending face's receive
+// goroutine, for each sample of a received batch back to back, and for one
+// sample each device face in turn; before a sample of a critical route it
+// gives the device's express lane time to make room
+// (Device.WaitExpressRoom), as the DDS ingress does, so that a burst longer
+// than the lane's depth, delivered faster than the lane is scheduled, is
+// not cut to the depth while the device keeps up. The waits of one sample's
+// fan-out share expressDrainWait (pace): the ingress never stalls longer
+// per sample, so a gateway that cannot keep up drops in its lanes, counted,
+// rather than back up its upstream link. A stalled, slow or link-paced
+// device is not waited for; what a device cannot take is dropped, counted
+// as congestion.
+func laneDivert(gw *bridge.Gateway, dev *bridge.Device, pace *expressPacer) zenohpath.DivertFunc {
+	return func(key string, payload []byte) bool {
 		if strings.HasPrefix(key, "@") {
 			return false // verbatim keys (probes, admin) stay plain
 		}
 		route := gw.RouteForKey(key)
+		if route.Criticality == bridge.Critical {
+			if left := pace.left(payload, time.Now()); left > 0 {
+				dev.WaitExpressRoom(key, left)
+			}
+		}
 		dev.Offer(bridge.Sample{Key: key, Payload: bytes.Clone(payload)}, route.Criticality)
 		return true
-	})
-	d.sync(df, df.face.Subscriptions())
+	}
 }
 
 func (d *devices) sync(df *devFace, subs []string) {
@@ -166,6 +191,31 @@ func (d *devices) sync(df *devFace, subs []string) {
 		}
 	}
 	df.subs = subs
+}
+
+// expressPacer shares expressDrainWait among the diverts of one sample's
+// fan-out. The router hands every device face the same payload slice, so
+// the sample is known by its first byte's address; a later sample that
+// happens to reuse the address (a reused read buffer) within the window
+// gets what is left of it, never more: it may wait less, never longer.
+type expressPacer struct {
+	mu       sync.Mutex
+	first    *byte
+	deadline time.Time
+}
+
+// left is how long the divert of the sample with payload may still wait at
+// now.
+func (p *expressPacer) left(payload []byte, now time.Time) time.Duration {
+	if len(payload) == 0 {
+		return expressDrainWait
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.first != &payload[0] || now.After(p.deadline.Add(expressDrainWait)) {
+		p.first, p.deadline = &payload[0], now.Add(expressDrainWait)
+	}
+	return p.deadline.Sub(now)
 }
 
 // zidHex is the zid as zenohd prints it, padded to whole bytes (the
@@ -194,9 +244,16 @@ func push(key string, payload []byte, q wire.QoS) *wire.Push {
 	return m
 }
 
+// sinkErr maps a face's send error to the lanes' sentinels: a full queue
+// is congestion; a closed session (the device left or lost its link; the
+// face closes and the device detaches right after) is ErrDeviceClosed, not
+// a sink error the supervisor counts (a fleet's churn is no gateway fault).
 func sinkErr(err error) error {
-	if errors.Is(err, zenohpath.ErrFaceQueueFull) {
+	switch {
+	case errors.Is(err, zenohpath.ErrFaceQueueFull):
 		return bridge.ErrCongested
+	case errors.Is(err, transport.ErrClosed), errors.Is(err, zenohpath.ErrClosed):
+		return fmt.Errorf("%w: %w", bridge.ErrDeviceClosed, err)
 	}
 	return err
 }
