@@ -164,27 +164,22 @@ func (b *linkBudget) sentBytes() uint64 {
 // made a 1 MB bulk message paced at a learned 16 kB/s read as a minute of
 // the gateway's own delay, and the classifier took every probe's RTT for
 // the gateway's: issue 30.) 0 without a budget.
-func (b *linkBudget) pingDelay(now time.Time) time.Duration {
-	bl := b.backlogBytes()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.budget <= 0 {
-		return 0
-	}
-	q := max(b.queuedLocked(now)-float64(bl), 0)
-	return time.Duration(q / b.budget * float64(time.Second))
-}
+func (b *linkBudget) pingDelay(now time.Time) time.Duration { return b.delay(now, -1) }
 
 // selfDelay is how long a message handed to the link now waits behind
 // what the gateway itself already put there: the link model's queue and
 // the transport's backlog, at the link's rate. 0 without a budget.
-func (b *linkBudget) selfDelay(now time.Time) time.Duration {
-	bl := b.backlogBytes()
+func (b *linkBudget) selfDelay(now time.Time) time.Duration { return b.delay(now, 1) }
+
+// delay is the link model's queue plus sign × the transport's backlog
+// (at least 0), at the link's rate; 0 without a budget.
+func (b *linkBudget) delay(now time.Time, sign float64) time.Duration {
+	bl := b.backlogBytes() // outside b.mu: it takes the session's locks
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.budget <= 0 {
 		return 0
 	}
-	q := b.queuedLocked(now) + float64(bl)
+	q := max(b.queuedLocked(now)+sign*float64(bl), 0)
 	return time.Duration(q / b.budget * float64(time.Second))
 }
