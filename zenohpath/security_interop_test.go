@@ -214,7 +214,15 @@ func TestInteropUsrPwd(t *testing.T) {
 		s, err := open("pw1")
 		require.NoError(t, err)
 		defer s.Close()
-		require.NoError(t, s.Put("sec/gousr", []byte("authenticated"), nil))
+		// Put only once the router has declared the Python subscriber to
+		// this session: "ready" says the subscriber was declared on its
+		// own session, not that the router has it yet, and a put the
+		// router routes before that reaches nobody (failed 3 times at load
+		// 4 without this wait, as the TLS case above already waits).
+		pub, err := s.DeclarePublisher("sec/gousr", zenohpath.PublisherOptions{})
+		require.NoError(t, err)
+		eventually(t, "python subscriber", 10*time.Second, pub.HasMatchingSubscribers)
+		require.NoError(t, pub.Put([]byte("authenticated"), nil))
 		sub.WaitEvent("sample", 10*time.Second)
 		_, err = open("pw2")
 		require.ErrorContains(t, err, "CLOSE")
