@@ -71,10 +71,7 @@ func run(t *testing.T, l *linkLearner, k *simLink, d time.Duration, at func(time
 			l.probe(pongs[0].rtt, now)
 			pongs = pongs[1:]
 		}
-		want := 2 * k.rate * dt.Seconds()
-		if l.rate > 0 {
-			want = l.rate * dt.Seconds()
-		}
+		want := offered(l, k, dt)
 		if e%(200*time.Millisecond) == 0 {
 			ping(now)
 			delays = append(delays, k.delay())
@@ -94,6 +91,15 @@ func run(t *testing.T, l *linkLearner, k *simLink, d time.Duration, at func(time
 		}
 	}
 	return delays, perSec
+}
+
+// offered is what the synthetic sender offers the link over dt: the
+// learned rate, or twice the link while unpaced (always backlogged).
+func offered(l *linkLearner, k *simLink, dt time.Duration) float64 {
+	if l.rate > 0 {
+		return l.rate * dt.Seconds()
+	}
+	return 2 * k.rate * dt.Seconds()
 }
 
 func p99(ds []time.Duration) time.Duration {
@@ -423,10 +429,7 @@ func ownQueueRun(t *testing.T, k *simLink, d, stepAt time.Duration, at func(time
 			_, _ = c.PongOwn(pongs[0].b, now, own) // a late pong is an error, counted lost
 			pongs = pongs[1:]
 		}
-		want := 2 * k.rate * dt.Seconds()
-		if l.rate > 0 {
-			want = l.rate * dt.Seconds()
-		}
+		want := offered(l, k, dt)
 		if e%(200*time.Millisecond) == 0 {
 			ping(now)
 		}
