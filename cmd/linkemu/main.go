@@ -46,6 +46,7 @@ type options struct {
 	rtoMin           time.Duration
 	rtoInitial       time.Duration
 	rtoMax           time.Duration
+	repair           string
 	udpReorder       bool
 }
 
@@ -56,8 +57,8 @@ func newCommand() *cobra.Command {
 		Short: "Impair one device's link: a loopback UDP/TCP proxy with Gilbert–Elliott loss, delay and bandwidth",
 		Long: `linkemu relays one device's Zenoh link (tcp/... or udp/...) on loopback and impairs it
 with a profile of the evaluation (` + strings.Join(linkemu.ProfileNames(), ", ") + `).
-UDP datagrams are dropped; on TCP a lost batch is held for a retransmission timeout
-with everything behind it. It prints its counters every --stats and, at exit, the loss
+UDP datagrams are dropped; on TCP a lost batch is held, with everything behind it,
+until Linux's TCP would resend it (--tcp-repair). It prints its counters every --stats and, at exit, the loss
 it produced next to the loss the profile should produce.`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
@@ -85,6 +86,7 @@ it produced next to the loss the profile should produce.`,
 	f.DurationVar(&o.rtoMin, "rto-min", linkemu.DefaultRTOMin, "TCP: lower bound of the RTO variance term (Linux TCP_RTO_MIN)")
 	f.DurationVar(&o.rtoInitial, "rto", 0, "TCP: fixed first RTO instead of the estimate from the profile")
 	f.DurationVar(&o.rtoMax, "rto-max", linkemu.DefaultRTOMax, "TCP: cap of the backed-off RTO (Linux TCP_RTO_MAX)")
+	f.StringVar(&o.repair, "tcp-repair", "linux", "TCP: how a loss is noticed: linux (RACK about one round trip after it left, tail loss probe, RTO last) or rto (a timeout each time)")
 	f.BoolVar(&o.udpReorder, "udp-reorder", false, "UDP: let jitter reorder datagrams (netem behaviour)")
 	cmd.MarkFlagRequired("listen")
 	cmd.MarkFlagRequired("upstream")
@@ -117,13 +119,17 @@ func checkOptions(o options) (linkemu.Config, linkemu.Toggle, error) {
 	if err != nil {
 		return linkemu.Config{}, linkemu.Toggle{}, fmt.Errorf("--framing: %w", err)
 	}
+	repair, err := linkemu.ParseRepair(o.repair)
+	if err != nil {
+		return linkemu.Config{}, linkemu.Toggle{}, fmt.Errorf("--tcp-repair: %w", err)
+	}
 	if o.toggleStart != "on" && o.toggleStart != "off" {
 		return linkemu.Config{}, linkemu.Toggle{}, fmt.Errorf("--toggle-start: must be on or off (got %q)", o.toggleStart)
 	}
 	cfg := linkemu.Config{
 		Profile: profile, Seed: o.seed, QueueBytes: o.queueBytes, Framing: framing, ChunkSize: o.chunkSize,
 		UDPReorder: o.udpReorder,
-		RTO:        linkemu.RTOConfig{Min: o.rtoMin, Max: o.rtoMax, Initial: o.rtoInitial},
+		RTO:        linkemu.RTOConfig{Min: o.rtoMin, Max: o.rtoMax, Initial: o.rtoInitial, Repair: repair},
 	}
 	toggle := linkemu.Toggle{On: profile, Period: o.toggle, StartOn: o.toggleStart == "on"}
 	if o.toggle > 0 {

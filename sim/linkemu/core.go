@@ -32,6 +32,7 @@ func newCore(transport string, cfg Config) (*core, error) {
 	c := &core{cfg: cfg, transport: transport, start: time.Now()}
 	for _, d := range []Direction{ToDevice, ToGateway} {
 		c.links[d] = newLink(d, cfg.Seed, cfg.QueueBytes, cfg.RTO.Max, cfg.RTO.MaxRetransmits, cfg.Metrics)
+		c.links[d].repair = cfg.RTO.Repair
 	}
 	c.apply(cfg.Profile, c.start)
 	return c, nil
@@ -40,12 +41,12 @@ func newCore(transport string, cfg Config) (*core, error) {
 func (c *core) apply(p Profile, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rto := c.cfg.RTO.RTO(p)
+	rto, srtt := c.cfg.RTO.RTO(p), c.cfg.RTO.SRTT(p)
 	impaired := !p.ToDevice.Clean() || !p.ToGateway.Clean()
 	ch := ProfileChange{At: at, Profile: p.Name, Impaired: impaired,
 		Expected: [2]float64{p.ToDevice.ExpectedLoss(), p.ToGateway.ExpectedLoss()}}
-	ch.Counters[ToDevice] = c.links[ToDevice].set(p.ToDevice, rto)
-	ch.Counters[ToGateway] = c.links[ToGateway].set(p.ToGateway, rto)
+	ch.Counters[ToDevice] = c.links[ToDevice].set(p.ToDevice, rto, srtt)
+	ch.Counters[ToGateway] = c.links[ToGateway].set(p.ToGateway, rto, srtt)
 	c.profile = p
 	c.timeline = append(c.timeline, ch)
 	c.cfg.Metrics.profile(impaired)

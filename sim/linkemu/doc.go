@@ -19,9 +19,12 @@
 //   - UDPProxy: every datagram is independently queued (drop when the
 //     queue is full), lost or delayed; one upstream socket per client.
 //   - TCPProxy: the stream is cut into packets (Zenoh batches by their u16
-//     length prefix, or chunks); a lost packet is retransmitted after an
-//     RTO (RTOConfig, Linux's formula, doubling per consecutive loss) and
-//     holds everything behind it; delay never reorders.
+//     length prefix, or chunks); a lost packet is retransmitted when Linux
+//     would notice the loss (RTOConfig.Repair: RACK about one round trip
+//     after it left when later packets follow, a tail loss probe at
+//     2·srtt, the RTO with Linux's formula and doubling as the last
+//     resort; or the RTO every time) and holds everything behind it; delay
+//     never reorders.
 //   - Stats, Phase, Report: what the proxy actually did per direction
 //     (packets, transmissions, losses, drops, retransmissions, bytes, added
 //     delay), the profile timeline with counters at each switch, and the

@@ -1,6 +1,7 @@
 package linkemu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -31,6 +32,8 @@ type link struct {
 	rng    *rand.Rand // delays
 	sh     shaper
 	rto    time.Duration
+	srtt   time.Duration // the profile's mean round trip (RACK and TLP)
+	repair Repair
 	rtoMax time.Duration
 	maxRtx int
 	last   time.Time // latest release of an ordered datagram
@@ -58,13 +61,16 @@ func newLink(dir Direction, seed uint64, queueBytes int, rtoMax time.Duration, m
 }
 
 // set applies a new impairment and returns the counters up to the switch.
-func (l *link) set(im Impairment, rto time.Duration) DirStats {
+// rto is the first retransmission timeout and srtt the mean round trip of
+// the profile (RTOConfig.Timing).
+func (l *link) set(im Impairment, rto, srtt time.Duration) DirStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.im = im
 	l.ge.SetModel(im.Loss)
 	l.sh.rate = im.Rate
 	l.rto = rto
+	l.srtt = srtt
 	return l.st
 }
 
@@ -121,13 +127,15 @@ func (l *link) datagram(now time.Time, n int, ordered bool) (time.Time, verdict)
 // returns its release time, ignoring the order of its connection (the
 // caller keeps that).
 //
-// The first transmission steps the chain. Each loss costs one RTO, which
-// doubles for each further loss of the same unit (capped at rtoMax), plus
-// the time to send the unit again; after maxRtx retransmissions the unit
-// goes through (the emulator never aborts a connection). A retransmission
-// happens an RTO later, after the link has carried about RTO/gap other
+// The first transmission steps the chain. A lost transmission costs the
+// time the sender takes to notice it (repairTime: about one round trip
+// with Linux's RACK-TLP, an RTO otherwise) plus the time to send the unit
+// again; a retransmission lost again costs the same, and each RTO taken
+// doubles the next (capped at rtoMax); after maxRtx retransmissions the
+// unit goes through (the emulator never aborts a connection). A
+// retransmission happens after the link has carried about stall/gap other
 // packets (gap: the mean inter-arrival time on this direction), so its
-// state is drawn k = ceil(elapsed/gap) steps ahead of the original one
+// state is drawn k = ceil(stall/gap) steps ahead of the original one
 // (Channel.Ahead) rather than right after it (with no gap yet, or back
 // to back on an unlimited link, from the stationary mix); the chain itself
 // moves with first transmissions only.
@@ -159,8 +167,14 @@ func (l *link) segment(now time.Time, n int) time.Time {
 	for k := 0; ; k++ {
 		l.st.Retransmits++
 		l.m.loss(l.dir)
-		stall += rto + l.im.Rate.TxTime(n)
-		rto = min(2*rto, l.rtoMax)
+		wait, timedOut := l.repairTime(k, rto)
+		if timedOut {
+			l.st.Timeouts++
+			rto = min(2*rto, l.rtoMax)
+		} else {
+			l.st.FastRepairs++
+		}
+		stall += wait + l.im.Rate.TxTime(n)
 		// The retransmission: ceil(stall/gap) steps after the original.
 		// Packets cannot follow each other faster than the link sends
 		// them; back to back on an unlimited link, the chain has mixed.
@@ -184,6 +198,64 @@ func (l *link) segment(now time.Time, n int) time.Time {
 		l.st.Lost++
 	}
 	return dep.Add(stall + l.delay())
+}
+
+// Linux constants of the loss-detection model (include/net/tcp.h).
+const (
+	tcpTimeoutMin = 2 * time.Millisecond // TCP_TIMEOUT_MIN: the TLP slack with more than one packet in flight
+)
+
+// repairTime is how long after its k-th transmission (k = 0: the first)
+// was lost the sender sends the unit again, and whether it took a
+// retransmission timeout (which backs the next one off).
+//
+// RepairRTO: always rto, the model of the evaluation's first two
+// editions.
+//
+// RepairLinux, Linux's defaults since 4.18 (net.ipv4.tcp_sack=1,
+// tcp_recovery=1: RACK, tcp_early_retrans=3: TLP; RFC 8985), the model
+// looking ahead by the mean inter-arrival time gap rather than by the
+// packets to come:
+//
+//   - RACK: the next unit, sent gap later, is SACKed one round trip after
+//     it left; the lost unit is marked lost then, but no earlier than
+//     srtt + reo_wnd after it left (reo_wnd = min_rtt/4, taken as
+//     srtt/4): wait = srtt + max(gap, srtt/4). This needs the next unit
+//     to be sent before the timers below fire, and (RACK detecting lost
+//     retransmissions by their send time) holds for retransmissions too.
+//   - TLP, for a first transmission with nothing sent after it in time:
+//     a probe at PTO = 2·srtt + TCP_TIMEOUT_MIN, or 2·srtt + TCP_RTO_MIN
+//     when the unit was alone in flight (gap ≥ srtt), but never later than
+//     the RTO (tcp_schedule_loss_probe). The probe resends the tail unit,
+//     which is the lost one.
+//   - Otherwise the RTO, doubling.
+//
+// srtt is the profile's mean round trip (RTOConfig.Timing). A sender that
+// is application-limited with a gap longer than the timers is repaired by
+// TLP or RTO alone, as the kernel does.
+func (l *link) repairTime(k int, rto time.Duration) (wait time.Duration, timedOut bool) {
+	if l.repair == RepairRTO || l.srtt <= 0 {
+		return rto, true
+	}
+	srtt := l.srtt
+	gap := time.Duration(l.gap)
+	pto := 2*srtt + tcpTimeoutMin
+	if gap <= 0 || gap >= srtt {
+		pto = 2*srtt + DefaultRTOMin
+	}
+	limit := rto // the timer that fires first
+	if k == 0 {
+		limit = min(pto, rto)
+	}
+	if gap > 0 {
+		if rack := srtt + max(gap, srtt/4); gap+srtt < limit {
+			return rack, false
+		}
+	}
+	if k == 0 && pto < rto {
+		return pto, false
+	}
+	return rto, true
 }
 
 // delivered counts a packet handed to the receiver with its scheduled
@@ -220,6 +292,43 @@ type RTOConfig struct {
 	// MaxRetransmits bounds consecutive retransmissions of one unit, like
 	// net.ipv4.tcp_retries2 (15); the emulator then delivers the unit.
 	MaxRetransmits int
+	// Repair is how a lost segment is noticed: RepairLinux (the default:
+	// RACK and TLP, about one round trip) or RepairRTO (a timeout each
+	// time).
+	Repair Repair
+}
+
+// Repair is the loss-detection model of the TCP proxy.
+type Repair uint8
+
+const (
+	// RepairLinux repairs a loss as Linux does by default: RACK marks it
+	// lost about one round trip after it left when a later segment is
+	// SACKed, a tail loss probe (TLP) resends a lost tail segment after
+	// 2·srtt, the RTO is the last resort (link.repairTime). The default.
+	RepairLinux Repair = iota
+	// RepairRTO waits one retransmission timeout for every loss, the
+	// model of the evaluation's first two editions (pessimistic for
+	// streams with packets after the lost one).
+	RepairRTO
+)
+
+func (r Repair) String() string {
+	if r == RepairRTO {
+		return "rto"
+	}
+	return "linux"
+}
+
+// ParseRepair accepts "linux" and "rto".
+func ParseRepair(s string) (Repair, error) {
+	switch s {
+	case "linux":
+		return RepairLinux, nil
+	case "rto":
+		return RepairRTO, nil
+	}
+	return 0, fmt.Errorf("unknown TCP repair model %q (allowed: linux, rto)", s)
 }
 
 // Defaults of RTOConfig.
@@ -257,11 +366,17 @@ func (c RTOConfig) RTO(p Profile) time.Duration {
 	if c.Initial > 0 {
 		return min(c.Initial, c.Max)
 	}
-	srtt := p.ToDevice.MeanDelay() + p.ToGateway.MeanDelay()
+	srtt := c.SRTT(p)
 	var v float64
 	for _, j := range []Jitter{p.ToDevice.Delay, p.ToDevice.Extra, p.ToGateway.Delay, p.ToGateway.Extra} {
 		v += float64(j.SD) * float64(j.SD)
 	}
 	rttvar := time.Duration(4 * math.Sqrt(v))
 	return min(srtt+max(c.Min, rttvar), c.Max)
+}
+
+// SRTT is the profile's mean round trip: both directions' mean delays
+// (the probe-return delay included), as Linux's srtt converges to it.
+func (c RTOConfig) SRTT(p Profile) time.Duration {
+	return p.ToDevice.MeanDelay() + p.ToGateway.MeanDelay()
 }

@@ -87,7 +87,7 @@ func TestRTOModel(t *testing.T) {
 
 func TestLinkSegmentBacksOff(t *testing.T) {
 	l := newLink(ToDevice, 1, 0, time.Second, 4, nil)
-	l.set(Impairment{Loss: GE{LossGood: 1}}, 100*time.Millisecond) // every transmission lost
+	l.set(Impairment{Loss: GE{LossGood: 1}}, 100*time.Millisecond, 0) // every transmission lost; no srtt: RTO only
 	t0 := time.Unix(0, 0)
 	// 4 retransmissions: 100 + 200 + 400 + 800 (capped at 1 s: not reached) ms.
 	require.Equal(t, t0.Add(1500*time.Millisecond), l.segment(t0, 10))
@@ -97,7 +97,62 @@ func TestLinkSegmentBacksOff(t *testing.T) {
 	require.EqualValues(t, 4, st.Lost)
 	require.EqualValues(t, 4, st.Retransmits)
 	require.EqualValues(t, 1, st.Stalled)
+	require.EqualValues(t, 4, st.Timeouts)
+	require.Zero(t, st.FastRepairs)
 	require.InDelta(t, 0.8, st.ProducedLoss(), 1e-9)
+}
+
+// TestLinkRepairTime pins the loss-detection model (link.repairTime) case
+// by case: RACK one round trip after the next unit left, TLP at 2·srtt
+// when nothing follows in time, the RTO otherwise, RepairRTO always the RTO.
+func TestLinkRepairTime(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name           string
+		repair         Repair
+		srtt, gap, rto time.Duration
+		k              int
+		want           time.Duration
+		timeout        bool
+	}{
+		{"steady stream: RACK after the next unit's SACK", RepairLinux, 40 * ms, 10 * ms, 240 * ms, 0, 50 * ms, false},
+		{"back to back: RACK's reordering window srtt/4", RepairLinux, 40 * ms, ms, 240 * ms, 0, 50 * ms, false},
+		{"30 Hz over a 40 ms round trip: the next sample repairs it", RepairLinux, 40 * ms, 33 * ms, 240 * ms, 0, 73 * ms, false},
+		{"sparse, next unit before the RTO", RepairLinux, 40 * ms, 100 * ms, 240 * ms, 0, 140 * ms, false},
+		{"lost retransmission: RACK again", RepairLinux, 40 * ms, 10 * ms, 240 * ms, 1, 50 * ms, false},
+		{"sparse beyond the RTO: timeout", RepairLinux, 40 * ms, 300 * ms, 240 * ms, 0, 240 * ms, true},
+		{"first packet (no gap): 2·srtt+200 ms > RTO: timeout", RepairLinux, 40 * ms, 0, 240 * ms, 0, 240 * ms, true},
+		{"tail loss probe before a long RTO", RepairLinux, 100 * ms, 450 * ms, 500 * ms, 0, 400 * ms, false},
+		{"a lost probe's unit waits the RTO", RepairLinux, 100 * ms, 450 * ms, 500 * ms, 1, 500 * ms, true},
+		{"RTO model", RepairRTO, 40 * ms, 10 * ms, 240 * ms, 0, 240 * ms, true},
+		{"no round trip known: RTO", RepairLinux, 0, 10 * ms, 240 * ms, 0, 240 * ms, true},
+	} {
+		l := newLink(ToDevice, 1, 0, DefaultRTOMax, DefaultMaxRetransmits, nil)
+		l.repair, l.srtt, l.gap = tc.repair, tc.srtt, float64(tc.gap)
+		got, timeout := l.repairTime(tc.k, tc.rto)
+		require.Equal(t, tc.want, got, tc.name)
+		require.Equal(t, tc.timeout, timeout, tc.name)
+	}
+}
+
+// TestLinkSegmentRACKRepeats: a unit lost on every transmission of a
+// steady stream is repaired by RACK each time (no back-off), until
+// maxRtx lets it through.
+func TestLinkSegmentRACKRepeats(t *testing.T) {
+	l := newLink(ToDevice, 1, 0, time.Second, 3, nil)
+	l.set(Impairment{}, 240*time.Millisecond, 40*time.Millisecond) // clean while the gap is learnt
+	t0 := time.Unix(0, 0)
+	for i := range 10 {
+		require.Equal(t, t0.Add(time.Duration(i)*10*time.Millisecond), l.segment(t0.Add(time.Duration(i)*10*time.Millisecond), 10))
+	}
+	l.set(Impairment{Loss: GE{LossGood: 1}}, 240*time.Millisecond, 40*time.Millisecond)
+	now := t0.Add(100 * time.Millisecond)
+	// 3 transmissions lost, each noticed 40 + max(10, 10) ms later.
+	require.Equal(t, now.Add(150*time.Millisecond), l.segment(now, 10))
+	st := l.snapshot()
+	require.EqualValues(t, 3, st.Retransmits)
+	require.EqualValues(t, 3, st.FastRepairs)
+	require.Zero(t, st.Timeouts)
 }
 
 // TestLinkProducedLossPerProfile drives each direction of each built-in
@@ -108,7 +163,7 @@ func TestLinkProducedLossPerProfile(t *testing.T) {
 	for _, p := range Profiles() {
 		for _, d := range []Direction{ToDevice, ToGateway} {
 			l := newLink(d, 1, DefaultQueueBytes, DefaultRTOMax, DefaultMaxRetransmits, nil)
-			l.set(p.Dir(d), 0)
+			l.set(p.Dir(d), 0, 0)
 			now := time.Unix(0, 0)
 			for range geSteps {
 				l.datagram(now, 1024, true)
@@ -131,15 +186,16 @@ func TestLinkProducedLossPerProfile(t *testing.T) {
 // TestLinkSegmentLossPerProfile drives the TCP model of each profile with
 // 200 000 batches. First transmissions follow the chain, so the share of
 // stalled batches is the expected loss. A retransmission is drawn
-// RTO/gap steps ahead: at 2 ms spacing the chain has mixed by then and the
-// produced loss (retransmissions included) is the expected one; at 30 Hz
-// only about 10 packets pass in an RTO, so a batch lost in the bad state
-// is more likely to be lost again and the produced loss is a little higher.
+// stall/gap steps ahead: at 2 ms spacing the chain has mixed by then and
+// the produced loss (retransmissions included) is the expected one; at
+// 30 Hz RACK resends a lost batch one round trip plus one gap later, only
+// 2–3 steps ahead, so a batch lost in the bad state is more likely to be
+// lost again and the produced loss is higher (strong: 0.109 for 0.092).
 func TestLinkSegmentLossPerProfile(t *testing.T) {
 	for _, gap := range []time.Duration{2 * time.Millisecond, time.Second / 30} {
 		for _, p := range Profiles()[1:] {
 			l := newLink(ToDevice, 1, 0, DefaultRTOMax, DefaultMaxRetransmits, nil)
-			l.set(p.ToDevice, RTOConfig{}.RTO(p))
+			l.set(p.ToDevice, RTOConfig{}.RTO(p), RTOConfig{}.SRTT(p))
 			now := time.Unix(0, 0)
 			for range geSteps {
 				l.segment(now, 100)
@@ -160,7 +216,7 @@ func TestLinkSegmentLossPerProfile(t *testing.T) {
 				require.InEpsilon(t, want, st.ProducedLoss(), 0.10)
 			} else {
 				require.GreaterOrEqual(t, st.ProducedLoss(), want*0.95)
-				require.LessOrEqual(t, st.ProducedLoss(), want*1.15)
+				require.LessOrEqual(t, st.ProducedLoss(), want*1.25)
 			}
 		}
 	}

@@ -55,7 +55,7 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, " | %s packets=%d loss=%.2f%% (expected %.2f%%) lost=%d", d, ds.Packets,
 			100*r.Loss[i].Produced, 100*r.Loss[i].Expected, ds.Lost)
 		if r.Transport == "tcp" {
-			fmt.Fprintf(&b, " stalled=%d", ds.Stalled)
+			fmt.Fprintf(&b, " stalled=%d fast_repairs=%d timeouts=%d", ds.Stalled, ds.FastRepairs, ds.Timeouts)
 		} else {
 			fmt.Fprintf(&b, " queue_drops=%d", ds.QueueDrops)
 		}

@@ -29,7 +29,7 @@ type DirStats struct {
 	// packets that got past the queue, on TCP Packets plus Retransmits.
 	Sent uint64 `json:"sent"`
 	// Lost is the number of transmissions the Gilbert–Elliott chain lost.
-	// UDP drops them; TCP retransmits them after an RTO.
+	// UDP drops them; TCP retransmits them (Config.RTO.Repair).
 	Lost uint64 `json:"lost"`
 	// QueueDrops counts UDP datagrams dropped because the bandwidth queue
 	// held more than Config.QueueBytes (TCP pushes back instead).
@@ -40,8 +40,14 @@ type DirStats struct {
 	// Retransmits is the number of emulated TCP retransmissions (= Lost on
 	// TCP, 0 on UDP).
 	Retransmits uint64 `json:"retransmits"`
-	// Stalled counts TCP packets that waited for at least one RTO.
+	// Stalled counts TCP packets that waited for at least one
+	// retransmission.
 	Stalled uint64 `json:"stalled"`
+	// FastRepairs counts TCP retransmissions sent before a retransmission
+	// timeout (RACK or TLP, RepairLinux); Timeouts those sent after one.
+	// FastRepairs + Timeouts = Retransmits.
+	FastRepairs uint64 `json:"fast_repairs"`
+	Timeouts    uint64 `json:"timeouts"`
 	// Delivered is the number of packets written to the receiver.
 	Delivered uint64 `json:"delivered"`
 	// Delayed counts delivered packets with a positive added delay.
@@ -95,6 +101,8 @@ func (d DirStats) sub(o DirStats) DirStats {
 	d.Dropped -= o.Dropped
 	d.Retransmits -= o.Retransmits
 	d.Stalled -= o.Stalled
+	d.FastRepairs -= o.FastRepairs
+	d.Timeouts -= o.Timeouts
 	d.Delivered -= o.Delivered
 	d.Delayed -= o.Delayed
 	d.BytesIn -= o.BytesIn
@@ -112,6 +120,8 @@ func (d *DirStats) add(o DirStats) {
 	d.Dropped += o.Dropped
 	d.Retransmits += o.Retransmits
 	d.Stalled += o.Stalled
+	d.FastRepairs += o.FastRepairs
+	d.Timeouts += o.Timeouts
 	d.Delivered += o.Delivered
 	d.Delayed += o.Delayed
 	d.BytesIn += o.BytesIn

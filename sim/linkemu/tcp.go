@@ -14,9 +14,10 @@ import (
 // address) and an upstream, through the emulated link. TCP cannot lose
 // bytes, so the proxy emulates what TCP does about a lost segment: the
 // packet (a Zenoh batch, see Framing) whose transmission the
-// Gilbert–Elliott chain loses is held for one retransmission timeout (see
-// RTOConfig), twice as long again for each further loss of its
-// retransmission, and everything behind it on that connection waits too
+// Gilbert–Elliott chain loses is held until the sender would notice and
+// resend it (RTOConfig.Repair: by default Linux's RACK-TLP, about one
+// round trip when packets follow it; a retransmission timeout, doubling,
+// when none do), and everything behind it on that connection waits too
 // (head-of-line blocking). Delay and jitter never reorder a connection's
 // bytes: a packet is released no earlier than the one before it.
 // Bandwidth is shared by all connections of a direction, as on one link.

@@ -112,7 +112,8 @@ func TestTCPProxyDeliversEveryByteInOrderUnderLoss(t *testing.T) {
 
 // TestTCPProxyLatencyShowsRTOStalls sends timestamped batches at a steady
 // pace and measures one-way latency at the upstream: most batches see the
-// configured delay, lost ones (and those queued behind them) an RTO more.
+// configured delay, lost ones (and those queued behind them) an RTO more
+// (RepairRTO).
 func TestTCPProxyLatencyShowsRTOStalls(t *testing.T) {
 	const (
 		n     = 300
@@ -135,7 +136,7 @@ func TestTCPProxyLatencyShowsRTOStalls(t *testing.T) {
 		}
 	})
 	pr := Profile{Name: "stall", ToGateway: Impairment{Loss: GE{LossGood: 0.03}, Delay: Jitter{Mean: delay}}}
-	p := startTCPProxy(t, srv.addr(), Config{Profile: pr, Seed: 5, RTO: RTOConfig{Initial: rto}})
+	p := startTCPProxy(t, srv.addr(), Config{Profile: pr, Seed: 5, RTO: RTOConfig{Initial: rto, Repair: RepairRTO}})
 	c := dialTCP(t, p.Addr())
 	msg := make([]byte, 10)
 	binary.LittleEndian.PutUint16(msg, 8)
@@ -178,6 +179,62 @@ func TestTCPProxyLatencyShowsRTOStalls(t *testing.T) {
 	require.Greater(t, stalled, int(st.Stalled), "batches behind a lost one wait too")
 	require.GreaterOrEqual(t, st.AddedDelayMax, rto)
 }
+
+// TestTCPProxyRACKRepairsWithinARoundTrip is the same stream with Linux's
+// loss detection (RepairLinux, the default): a batch followed by others is
+// resent one round trip (5 ms) plus one gap after it left, never after the
+// RTO; the added delays are the model's (Stats), not the scheduler's.
+func TestTCPProxyRACKRepairsWithinARoundTrip(t *testing.T) {
+	const (
+		n     = 300
+		gap   = 2 * time.Millisecond
+		delay = 5 * time.Millisecond
+		rto   = 100 * time.Millisecond
+	)
+	var mu sync.Mutex
+	got := 0
+	srv := startTCPServer(t, func(c *net.TCPConn) {
+		hdr := make([]byte, 2+8)
+		for {
+			if _, err := io.ReadFull(c, hdr); err != nil {
+				return
+			}
+			mu.Lock()
+			got++
+			mu.Unlock()
+		}
+	})
+	pr := Profile{Name: "stall", ToGateway: Impairment{Loss: GE{LossGood: 0.03}, Delay: Jitter{Mean: delay}}}
+	p := startTCPProxy(t, srv.addr(), Config{Profile: pr, Seed: 5, RTO: RTOConfig{Initial: rto}})
+	c := dialTCP(t, p.Addr())
+	msg := make([]byte, 10)
+	binary.LittleEndian.PutUint16(msg, 8)
+	next := time.Now()
+	for range n {
+		time.Sleep(time.Until(next))
+		next = next.Add(gap)
+		_, err := c.Write(msg)
+		require.NoError(t, err)
+	}
+	checkFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if got < n {
+			return errString("batches in flight")
+		}
+		return nil
+	})
+	st := p.Stats().ToGateway
+	t.Logf("lost %d, stalled %d, fast repairs %d, timeouts %d, largest added delay %v", st.Lost, st.Stalled, st.FastRepairs, st.Timeouts, st.AddedDelayMax)
+	require.Positive(t, st.Stalled, "seed 5 loses some of 300 batches at 3 %")
+	require.Equal(t, st.Retransmits, st.FastRepairs)
+	require.Zero(t, st.Timeouts)
+	// srtt 5 ms + max(gap, srtt/4) per loss, plus the delay.
+	require.GreaterOrEqual(t, st.AddedDelayMax, delay+srttPlus(5*time.Millisecond, gap))
+	require.Less(t, st.AddedDelayMax, rto/2, "no batch waits an RTO")
+}
+
+func srttPlus(srtt, gap time.Duration) time.Duration { return srtt + max(gap, srtt/4) }
 
 func TestTCPProxyBandwidthCap(t *testing.T) {
 	const (
