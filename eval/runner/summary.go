@@ -25,6 +25,31 @@ const paperTable = `| condition | publisher rate | critical p50 | critical p95 |
 | ablation (split, no classifier) | 30.0 Hz | 1.09 ms | 1.57 ms |
 `
 
+// critDelivered is a row's "delivered/attempted" and "lost (cause)" cells for the
+// critical consumer: every publication attempt counts (issue 27: a failed write is a lost
+// sample, so "lost 0" appears only where every attempt arrived).
+func critDelivered(r Row) (delivered, lost string) {
+	attempted := r.Pub.Attempts
+	d := r.CritDelivery
+	delivered = fmt.Sprintf("%d/%d", d.Unique, attempted)
+	n := attempted - d.Unique
+	var causes []string
+	if r.Pub.Errors > 0 {
+		causes = append(causes, fmt.Sprintf("writes failed %d", r.Pub.Errors))
+	}
+	if d.Missing > 0 {
+		causes = append(causes, fmt.Sprintf("written, not delivered %d", d.Missing))
+	}
+	if d.Reordered > 0 || d.Duplicates > 0 {
+		causes = append(causes, fmt.Sprintf("reordered %d, duplicates %d", d.Reordered, d.Duplicates))
+	}
+	lost = fmt.Sprint(n)
+	if len(causes) > 0 {
+		lost += " (" + strings.Join(causes, "; ") + ")"
+	}
+	return delivered, lost
+}
+
 // WriteReport writes summary.md and the PNG plots of results into cfg.Out and returns the
 // names of the plots written.
 func WriteReport(cfg Config, results []*Result) error {
@@ -77,7 +102,7 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 	}
 	fmt.Fprintf(w, "## Reference (Adaptive Bridge paper, Fast DDS, Docker + tc netem)\n\n%s\n", paperTable)
 	fmt.Fprintf(w, "## Our runs\n\n")
-	fmt.Fprintf(w, "| run | system | level | s | publisher rate (std) | pub errors | blocked writes | critical p50 | critical p95 | critical p99 | device receive p95 | critical recv/pub | critical lost | impaired recv (rate) | impaired p50 | classifier transitions | detect / recover | gateway CPU | peak RSS | loss produced (expected) |\n")
+	fmt.Fprintf(w, "| run | system | level | s | publisher rate (std) | pub errors | blocked writes | critical p50 | critical p95 | critical p99 | device receive p95 | critical delivered/attempted | critical lost (cause) | impaired recv (rate) | impaired p50 | classifier transitions | detect / recover | gateway CPU | peak RSS | loss produced (expected) |\n")
 	fmt.Fprintf(w, "|---|---|---|---:|---|---:|---|---:|---:|---:|---:|---|---:|---|---:|---|---|---:|---:|---|\n")
 	for _, r := range rows {
 		res := r.Res
@@ -86,10 +111,7 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 		}
 		dur := float64(res.EndNs-res.StartNs) / 1e9
 		blocked := fmt.Sprintf("%d (%.1f s, max %s)", r.Pub.Blocked, r.Pub.BlockedFor.Seconds(), fmtMs(float64(r.Pub.MaxBlock)/1e6))
-		crit := fmt.Sprintf("%d/%d", r.CritDelivery.Unique, r.CritDelivery.Published)
-		if !r.CritDelivery.Complete() {
-			crit += fmt.Sprintf(" (missing %d, reordered %d, dup %d)", r.CritDelivery.Missing, r.CritDelivery.Reordered, r.CritDelivery.Duplicates)
-		}
+		crit, lost := critDelivered(r)
 		imp := fmt.Sprintf("%d (%.1f Hz)", r.ImpDelivery.Unique, r.ImpRate)
 		trans, dr := "—", "—"
 		if res.System == "picobridge" || len(res.Transitions) > 0 {
@@ -111,11 +133,11 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 		if !math.IsNaN(res.ProducedLoss) {
 			loss = fmt.Sprintf("%.2f %% (%.2f %%)", 100*res.ProducedLoss, 100*res.ExpectedLoss)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f Hz (%.1f) | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.1f Hz (%.1f) | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			res.Run, res.System, res.Level, dur, r.Pub.Rate, r.Pub.RateStd, r.Pub.Errors, blocked,
-			fmtMs(r.Crit.P50), fmtMs(r.Crit.P95), fmtMs(r.Crit.P99), devRecv, crit, r.CritDelivery.Missing, imp, fmtMs(r.Imp.P50), trans, dr, cpu, rss, loss)
+			fmtMs(r.Crit.P50), fmtMs(r.Crit.P95), fmtMs(r.Crit.P99), devRecv, crit, lost, imp, fmtMs(r.Imp.P50), trans, dr, cpu, rss, loss)
 	}
-	fmt.Fprintf(w, "\nColumns: publisher rate = publication attempts per second over the run, std over 5 s windows sliding by 1 s; blocked writes = publish calls longer than %v (total and longest); device receive = the simulated critical device's own share of the critical latency, p95 (sim/devsim: from its read task's callback to its application taking the sample; the rest is the gateway and the link); recv/pub = distinct samples received / successful publications; gateway = the process between publisher and consumers (split: the ddspath.Split process; zenoh-router: the Python process hosting the Rust router; zenohd, ros2dds: zenohd, with the plugin in ros2dds), CPU over the publication window, peak RSS = VmHWM.\n\n", measure.BlockThreshold)
+	fmt.Fprintf(w, "\nColumns: publisher rate = publication attempts per second over the run, std over 5 s windows sliding by 1 s; blocked writes = publish calls longer than %v (total and longest); device receive = the simulated critical device's own share of the critical latency, p95 (sim/devsim: from its read task's callback to its application taking the sample; the rest is the gateway and the link); critical delivered/attempted = distinct samples the critical consumer received / publication attempts (a write that failed is a lost sample); critical lost = attempted − delivered, with its cause: writes that failed, samples written but never delivered (and any reordering or duplicates seen); gateway = the process between publisher and consumers (split: the ddspath.Split process; zenoh-router: the Python process hosting the Rust router; zenohd, ros2dds: zenohd, with the plugin in ros2dds), CPU over the publication window, peak RSS = VmHWM.\n\n", measure.BlockThreshold)
 	writeSideBySide(w, rows)
 
 	for _, r := range rows {

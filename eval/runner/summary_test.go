@@ -54,6 +54,34 @@ func TestSummarizeSynthetic(t *testing.T) {
 	require.Zero(t, missing.Pub.Attempts)
 }
 
+// TestCritDeliveredCountsFailedWrites: the Fast DDS case of the second edition (a write
+// that failed was not counted as lost): 10 attempts, 3 writes failed, 6 of the 7 written
+// delivered, one of them twice: 6/10, 4 lost with both causes.
+func TestCritDeliveredCountsFailedWrites(t *testing.T) {
+	r := &Result{Run: "f", Exp: "exp1", System: "fastdds", Level: "strong", EndNs: int64(time.Second)}
+	rec := NewRecorder("f")
+	for i := range 10 {
+		st := int64(i) * int64(time.Second) / 10
+		seq := rec.Sent(st)
+		failed := i == 2 || i == 5 || i == 8
+		rec.Written(seq, st, time.Microsecond, failed)
+		if !failed && i != 9 {
+			rec.Received(Critical, st, st+int64(time.Millisecond))
+		}
+		if i == 0 {
+			rec.Received(Critical, st, st+int64(2*time.Millisecond))
+		}
+	}
+	rec.fill(r)
+	row := Summarize(r)
+	delivered, lost := critDelivered(row)
+	require.Equal(t, "6/10", delivered)
+	require.Equal(t, "4 (writes failed 3; written, not delivered 1; reordered 0, duplicates 1)", lost)
+	delivered, lost = critDelivered(Summarize(synthetic("s", "picobridge", "clean")))
+	require.Equal(t, "300/300", delivered)
+	require.Equal(t, "0", lost)
+}
+
 func TestWriteReportSynthetic(t *testing.T) {
 	out := t.TempDir()
 	results := []*Result{
