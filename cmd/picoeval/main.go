@@ -1,7 +1,7 @@
 // Command picoeval runs the evaluation (evaluation.md experiments 1–6) and writes raw CSVs,
 // summary.md and PNG plots. See docs/eval.md.
 //
-//	picoeval [--quick] [--out DIR] [--only exp1,exp5,mw] [--duration 30s] [--seed N] [--bag DIR] [--cotenant N]
+//	picoeval [--quick] [--out DIR] [--only exp1,exp5,mw] [--duration 30s] [--seed N | --seeds A,B,C] [--bag DIR] [--cotenant N]
 //	         [--gateway-cfg KEY:VALUE]... [--harness-realtime nice|fifo]
 //	         [--mw-sizes 64,1KiB] [--mw-profiles ethernet,wifi,4g] [--mw-systems cyclone,mosquitto] [--mw-no-tls]
 //
@@ -45,7 +45,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func newCommand(stdout io.Writer) *cobra.Command {
 	var cfg runner.Config
-	var only, levels, mwSizes, mwProfiles, mwSystems string
+	var only, levels, seeds, mwSizes, mwProfiles, mwSystems string
 	cmd := &cobra.Command{
 		Use:   "picoeval",
 		Short: "Run the Adaptive Bridge evaluation: baseline DDS, the stock Rust router, picobridge",
@@ -62,6 +62,7 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 		Example: `  picoeval --quick --out /tmp/eval
   picoeval --only exp3,exp5 --duration 30s
   picoeval --only exp3,zenohd,ros2dds --levels clean,mild,moderate,strong --duration 20s
+  picoeval --only exp3,zenohd --levels mild,strong --seeds 1,2,3 --duration 120s
   picoeval --only mw --mw-profiles wifi --mw-sizes 64,16KiB --cotenant 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,6 +74,9 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 			}
 			cfg.MWProfiles = runner.ParseOnly(mwProfiles)
 			cfg.MWSystems = runner.ParseOnly(mwSystems)
+			if cfg.Seeds, err = parseSeeds(seeds, cmd.Flags().Changed("seed")); err != nil {
+				return cli.Usage(err)
+			}
 			if err := checkEvalConfig(&cfg); err != nil {
 				return cli.Usage(err)
 			}
@@ -92,6 +96,7 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 	f.StringVar(&levels, "levels", "", "comma-separated impairment levels to run ("+strings.Join(allLevels(), ",")+"); default all (mw has its own --mw-profiles)")
 	f.DurationVar(&cfg.Duration, "duration", 0, "publication time per run (default: 40 s clean, 60 s impaired, 240 s toggle; --quick 10 s)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "impairment seed")
+	f.StringVar(&seeds, "seeds", "", "comma-separated impairment seeds: every run once per seed, and an across-seed table (median, min–max); instead of --seed")
 	f.IntVar(&cfg.Cotenant, "cotenant", 0, "CPU busy loops (separate processes) to run beside the systems during every run (busy host)")
 	f.StringVar(&mwSizes, "mw-sizes", "", "mw: payload sizes, bytes or with KiB/MiB (default 64,1KiB,16KiB,256KiB,1MiB)")
 	f.StringVar(&mwProfiles, "mw-profiles", "", "mw: link profiles (default "+strings.Join(runner.MWProfiles, ",")+")")
@@ -101,6 +106,29 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 	f.StringVar(&cfg.HarnessRealtime, "harness-realtime", "", "exp3/4/6: raise picoeval's own threads (publisher, devices) once the gateway runs: nice or fifo (as policy.express.realtime; children keep their priority), so that only the gateway meets the --cotenant busy loops")
 	f.StringVar(&cfg.Bag, "bag", "", "rosbag2 directory to replay (default: shared/data/mumble_rplidar_imu/hallway_room_loop via $PICOBRIDGE_SHARED or walking up)")
 	return cmd
+}
+
+// parseSeeds reads --seeds ("1,2,3": distinct positive integers); nil when empty.
+// seedSet says whether --seed was given too, which is an error with --seeds.
+func parseSeeds(s string, seedSet bool) ([]uint64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if seedSet {
+		return nil, fmt.Errorf("--seeds and --seed: give one of them")
+	}
+	var out []uint64
+	for _, item := range runner.ParseOnly(s) {
+		n, err := strconv.ParseUint(item, 10, 64)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("--seeds %s: want positive integers, comma-separated", item)
+		}
+		if slices.Contains(out, n) {
+			return nil, fmt.Errorf("--seeds %s: given twice", item)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // allLevels are the levels --levels accepts: the impairment levels and exp3's toggle run.

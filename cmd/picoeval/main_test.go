@@ -28,6 +28,10 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"--only", "mw", "--mw-systems", "kafka"}, `picoeval: --mw-systems kafka: unknown system (want cyclone, zenoh-rust, mosquitto, picobridge)`},
 		{[]string{"--duration", "-1s"}, `picoeval: --duration -1s: must be ≥ 0 (0: the defaults)`},
 		{[]string{"--bag", "/nonexistent/bag"}, `picoeval: --bag /nonexistent/bag: not a bag directory`},
+		{[]string{"--seeds", "1,x"}, `picoeval: --seeds x: want positive integers, comma-separated`},
+		{[]string{"--seeds", "1,0"}, `picoeval: --seeds 0: want positive integers, comma-separated`},
+		{[]string{"--seeds", "1,2,1"}, `picoeval: --seeds 1: given twice`},
+		{[]string{"--seeds", "1,2", "--seed", "3"}, `picoeval: --seeds and --seed: give one of them`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -37,6 +41,15 @@ func TestExitStatus(t *testing.T) {
 			require.Empty(t, stdout.String())
 		})
 	}
+}
+
+func TestParseSeeds(t *testing.T) {
+	got, err := parseSeeds("3, 1,2", false)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{3, 1, 2}, got)
+	got, err = parseSeeds("", true)
+	require.NoError(t, err)
+	require.Nil(t, got)
 }
 
 func TestParseSizes(t *testing.T) {

@@ -34,12 +34,18 @@ type Config struct {
 	Quick    bool          // short runs (smoke, CI)
 	Only     []string      // experiment ids to run ("exp1", "exp5", ...); empty = all
 	Duration time.Duration // publication time per run; 0 = profile default
-	Seed     uint64        // impairment seed
+	Seed     uint64        // impairment seed (the only one when Seeds is empty)
 	Bag      string        // bag directory
 	Topic    string        // bag topic replayed ("/scan")
 	RateHz   float64       // fixed replay rate (30)
 	Levels   []string      // restrict the levels run (smoke tests); empty = all
 	Log      func(format string, a ...any)
+
+	// Seeds, when it has more than one, runs every run of the plan once per seed (the run's
+	// name gets "-s<seed>") and the summary adds the across-seed table: median and min–max
+	// of the per-run critical p50/p95/p99 (issue 27: ≥ 3 seeds per cell). The middleware
+	// comparison runs with the first seed only.
+	Seeds []uint64
 
 	// Middleware comparison (experiment "mw"): empty lists mean the defaults
 	// (MWProfiles, MWSizes, MWSystems); MWNoTLS skips the TLS sessions.
@@ -81,8 +87,14 @@ func (c Config) withDefaults() Config {
 	if c.RateHz == 0 {
 		c.RateHz = 30
 	}
+	if len(c.Seeds) > 0 {
+		c.Seed = c.Seeds[0]
+	}
 	if c.Seed == 0 {
 		c.Seed = 1
+	}
+	if len(c.Seeds) == 0 {
+		c.Seeds = []uint64{c.Seed}
 	}
 	if c.Log == nil {
 		c.Log = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }

@@ -18,6 +18,7 @@ type Result struct {
 	Exp    string // "exp1" … "exp6"
 	System string // "dds-fastdds", "dds-cyclone", "zenoh-router", "picobridge", "split", ...
 	Level  string // clean | mild | moderate | strong | toggle
+	Seed   uint64 // impairment seed of this run
 
 	StartNs, EndNs int64 // publication window
 

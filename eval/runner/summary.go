@@ -25,6 +25,14 @@ const paperTable = `| condition | publisher rate | critical p50 | critical p95 |
 | ablation (split, no classifier) | 30.0 Hz | 1.09 ms | 1.57 ms |
 `
 
+// seedsLabel is "seed N" or "seeds A,B,C" for the summary's header.
+func seedsLabel(cfg Config) string {
+	if len(cfg.Seeds) > 1 {
+		return "seeds " + seedList(cfg.Seeds)
+	}
+	return fmt.Sprintf("seed %d", cfg.Seed)
+}
+
 // critDelivered is a row's "delivered/attempted" and "lost (cause)" cells for the
 // critical consumer: every publication attempt counts (issue 27: a failed write is a lost
 // sample, so "lost 0" appears only where every attempt arrived).
@@ -86,10 +94,10 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 	}
 	gen := time.Now().UTC().Format("2006-01-02 15:04 MST")
 	if len(rows) == 0 {
-		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Definitions and deviations: docs/eval.md.\n\n", gen, profile, cfg.Seed)
+		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, %s). Definitions and deviations: docs/eval.md.\n\n", gen, profile, seedsLabel(cfg))
 	} else {
-		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, seed %d). Bag `%s`, topic `%s` replayed at %.0f Hz (looping, header stamps rewritten to the send time). Latency = receive time − header stamp, one host clock. Definitions and deviations from the paper: docs/eval.md.\n\n",
-			gen, profile, cfg.Seed, bagLabel(cfg.Bag), cfg.Topic, cfg.RateHz)
+		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, %s). Bag `%s`, topic `%s` replayed at %.0f Hz (looping, header stamps rewritten to the send time). Latency = receive time − header stamp, one host clock. Definitions and deviations from the paper: docs/eval.md.\n\n",
+			gen, profile, seedsLabel(cfg), bagLabel(cfg.Bag), cfg.Topic, cfg.RateHz)
 	}
 	if cfg.hostStart != "" {
 		fmt.Fprintf(w, "Host at the start: %s. At the end: %s.\n\n", cfg.hostStart, hostLine())
@@ -139,6 +147,7 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 	}
 	fmt.Fprintf(w, "\nColumns: publisher rate = publication attempts per second over the run, std over 5 s windows sliding by 1 s; blocked writes = publish calls longer than %v (total and longest); device receive = the simulated critical device's own share of the critical latency, p95 (sim/devsim: from its read task's callback to its application taking the sample; the rest is the gateway and the link); critical delivered/attempted = distinct samples the critical consumer received / publication attempts (a write that failed is a lost sample); critical lost = attempted − delivered, with its cause: writes that failed, samples written but never delivered (and any reordering or duplicates seen); gateway = the process between publisher and consumers (split: the ddspath.Split process; zenoh-router: the Python process hosting the Rust router; zenohd, ros2dds: zenohd, with the plugin in ros2dds), CPU over the publication window, peak RSS = VmHWM.\n\n", measure.BlockThreshold)
 	writeSideBySide(w, rows)
+	writeSeedTable(w, rows)
 
 	for _, r := range rows {
 		if r.Res.Missing != "" || r.Res.Err != nil || r.Direct.N == 0 {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -171,4 +172,67 @@ func TestBagLabel(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "testdata/bag", bagLabel(filepath.Join(wd, "testdata", "bag")))
 	require.Equal(t, "bag1", bagLabel("/elsewhere/bag1"))
+}
+
+// seeded is synthetic's critical stream for one seed, latency lat for every sample and
+// the first `lost` attempts never received.
+func seeded(system, level string, seed uint64, lat time.Duration, lost int) *Result {
+	r := &Result{Run: fmt.Sprintf("exp3-%s-%s-s%d", system, level, seed), Exp: "exp3", System: system, Level: level, Seed: seed,
+		EndNs: int64(10 * time.Second), ProducedLoss: math.NaN()}
+	rec := NewRecorder(r.Run)
+	for i := range 300 {
+		st := int64(i) * int64(time.Second) / 30
+		seq := rec.Sent(st)
+		rec.Written(seq, st, time.Microsecond, false)
+		if i >= lost {
+			rec.Received(Critical, st, st+int64(lat))
+		}
+	}
+	rec.fill(r)
+	return r
+}
+
+func TestSeedCellsAndTable(t *testing.T) {
+	ms := time.Millisecond
+	results := []*Result{
+		seeded("picobridge", "mild", 1, 2*ms, 0), seeded("zenohd", "mild", 1, 5*ms, 0),
+		seeded("picobridge", "mild", 2, 1*ms, 3), seeded("zenohd", "mild", 2, 4*ms, 0),
+		seeded("picobridge", "mild", 3, 3*ms, 0), seeded("zenohd", "mild", 3, 6*ms, 0),
+		{Run: "exp3-zenohd-mild-s4", Exp: "exp3", System: "zenohd", Level: "mild", Seed: 4, Missing: "zenohd not built"},
+	}
+	var rows []Row
+	for _, r := range results {
+		rows = append(rows, Summarize(r))
+	}
+	cells := SeedCells(rows)
+	require.Len(t, cells, 2)
+	pb, zd := cells[0], cells[1]
+	require.Equal(t, []uint64{1, 2, 3}, pb.Seeds)
+	require.Equal(t, []uint64{1, 2, 3}, zd.Seeds, "the run that did not run is left out")
+	require.Equal(t, Spread{Median: 2, Min: 1, Max: 3, N: 3}, pb.P95)
+	require.Equal(t, Spread{Median: 5, Min: 4, Max: 6, N: 3}, zd.P50)
+	require.Equal(t, 897, pb.Delivered)
+	require.Equal(t, 900, pb.Attempted)
+	require.False(t, pb.P95.Overlaps(zd.P95), "1–3 ms against 4–6 ms")
+	require.True(t, pb.P95.Overlaps(Spread{Min: 3, Max: 9, N: 2}), "sharing 3 ms")
+	require.Equal(t, Spread{Median: 2.5, Min: 1, Max: 4, N: 4}, SpreadOf([]float64{4, 1, math.NaN(), 3, 2}))
+	require.Zero(t, SpreadOf([]float64{math.NaN()}).N)
+
+	out := t.TempDir()
+	require.NoError(t, WriteReport(Config{Out: out, Seeds: []uint64{1, 2, 3}}, results))
+	sum, err := os.ReadFile(filepath.Join(out, "summary.md"))
+	require.NoError(t, err)
+	s := string(sum)
+	require.Contains(t, s, "(full profile, seeds 1,2,3)")
+	require.Contains(t, s, "## Across seeds")
+	require.Contains(t, s, "| exp3 | picobridge | mild | 1,2,3 | 2.00 ms [1.00 ms–3.00 ms] | 2.00 ms [1.00 ms–3.00 ms] | 2.00 ms [1.00 ms–3.00 ms] | 897/900 |")
+	require.Contains(t, s, "| exp3 | zenohd | mild | 1,2,3 | 5.00 ms [4.00 ms–6.00 ms] |")
+
+	// One seed: no across-seed table.
+	out1 := t.TempDir()
+	require.NoError(t, WriteReport(Config{Out: out1}, results[:2]))
+	sum1, err := os.ReadFile(filepath.Join(out1, "summary.md"))
+	require.NoError(t, err)
+	require.NotContains(t, string(sum1), "Across seeds")
+	require.Contains(t, string(sum1), "(full profile, seed 1)")
 }
