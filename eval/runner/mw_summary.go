@@ -269,7 +269,7 @@ func writeMWSection(w *bufio.Writer, cfg Config, rows []MWRow, plots []string) {
 	fmt.Fprintf(w, "After the second seed paper (Zhang et al., arXiv:2309.07496: Cyclone DDS best on Ethernet, Zenoh best on Wi-Fi and 4G). One publisher and one subscriber per system; the subscriber's TCP link runs through linkemu with the link class's profile (profiles.yaml cites each figure), the publisher's link is clean loopback. Open loop: a fixed offered rate per payload (at most %d msg/s and at most %.0f %% of the link's bandwidth, at least %d messages per run); latency = receive time − send stamp in the payload (one host clock), percentiles over the delivered messages; throughput = delivered messages (and bytes, MB = 10⁶ B) per second from the first send to the last reception. Broker CPU = utime+stime of the broker process over the run (/proc). How DDS crosses the proxy and the deviations: docs/eval.md.\n\n",
 		mwMaxRateHz, 100*mwLinkShare, mwMinMessages)
 	fmt.Fprintf(w, "Fastest system per link class, computed from the table below: among the runs without TLS (the seed compared without security), per payload size the lowest p50 / p95 over all sent messages (a lost message counts as infinitely late); a size where the best two are within %.0f %% is a tie.\n\n%s\n", 100*(mwTieRatio-1), mwParagraph(rows))
-	fmt.Fprintf(w, "| run | system | link | payload | TLS | offered msg/s | delivered/sent | p50 | p95 | p99 | delivered msg/s | MB/s | broker CPU | link loss produced (expected) | busy loops |\n")
+	fmt.Fprintf(w, "| run | system | link | payload | TLS | offered msg/s | delivered/attempted | p50 | p95 | p99 | delivered msg/s | MB/s | broker CPU | link loss produced (expected) | busy loops |\n")
 	fmt.Fprintf(w, "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
 	for _, r := range rows {
 		if !okMW(r) {
@@ -284,9 +284,13 @@ func writeMWSection(w *bufio.Writer, cfg Config, rows []MWRow, plots []string) {
 		if !math.IsNaN(res.ProducedLoss) {
 			loss = fmt.Sprintf("%.2f %% (%.2f %%)", 100*res.ProducedLoss, 100*res.ExpectedLoss)
 		}
-		deliv := fmt.Sprintf("%d/%d", r.Delivered, r.Sent)
-		if r.Delivered < r.Sent {
+		attempted := max(len(res.Attempts), r.Sent)
+		deliv := fmt.Sprintf("%d/%d", r.Delivered, attempted)
+		if r.Delivered < attempted {
 			deliv = "**" + deliv + "**"
+			if failed := attempted - r.Sent; failed > 0 {
+				deliv += fmt.Sprintf(" (writes failed %d)", failed)
+			}
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %.2f | %.3f | %s | %s | %d |\n",
 			res.Run, res.System, res.Level, SizeLabel(res.MW.Size), map[bool]string{true: "on", false: "off"}[res.MW.TLS],

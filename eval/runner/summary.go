@@ -80,6 +80,9 @@ func WriteReport(cfg Config, results []*Result) error {
 	if err != nil {
 		return err
 	}
+	if err := writeResultsJSON(cfg, time.Now().UTC().Format(time.RFC3339), rows, mwRows); err != nil {
+		return err
+	}
 	if perr != nil {
 		return perr
 	}

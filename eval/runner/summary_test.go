@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -227,6 +228,23 @@ func TestSeedCellsAndTable(t *testing.T) {
 	require.Contains(t, s, "## Across seeds")
 	require.Contains(t, s, "| exp3 | picobridge | mild | 1,2,3 | 2.00 ms [1.00 ms–3.00 ms] | 2.00 ms [1.00 ms–3.00 ms] | 2.00 ms [1.00 ms–3.00 ms] | 897/900 |")
 	require.Contains(t, s, "| exp3 | zenohd | mild | 1,2,3 | 5.00 ms [4.00 ms–6.00 ms] |")
+
+	// results.json: a record per run (the missing one with its reason) and per cell.
+	var rf ResultsFile
+	js, err := os.ReadFile(filepath.Join(out, "results.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(js, &rf))
+	require.Equal(t, []uint64{1, 2, 3}, rf.Seeds)
+	require.Len(t, rf.Runs, 7)
+	require.Equal(t, "exp3-picobridge-mild-s2", rf.Runs[2].Run)
+	require.Equal(t, 297, rf.Runs[2].Delivered)
+	require.Equal(t, 300, rf.Runs[2].Attempts)
+	require.InDelta(t, 1, *rf.Runs[2].P95, 1e-9)
+	require.Equal(t, "missing: zenohd not built", rf.Runs[6].Status)
+	require.Nil(t, rf.Runs[6].P50)
+	require.Len(t, rf.Cells, 2)
+	require.Equal(t, 897, rf.Cells[0].Delivered)
+	require.InDelta(t, 3, *rf.Cells[0].P95[2], 1e-9, "max")
 
 	// One seed: no across-seed table.
 	out1 := t.TempDir()
