@@ -74,7 +74,7 @@ func WriteReport(cfg Config, results []*Result) error {
 	plots, perr := writePlots(cfg.Out, rows)
 	mwPlots, mwErr := writeMWPlots(cfg.Out, mwRows)
 	err := writeFile(filepath.Join(cfg.Out, "summary.md"), func(w *bufio.Writer) {
-		writeSummary(w, cfg, rows, plots)
+		writeSummary(w, cfg, rows, mwRows, plots)
 		writeMWSection(w, cfg, mwRows, mwPlots)
 	})
 	if err != nil {
@@ -89,7 +89,7 @@ func WriteReport(cfg Config, results []*Result) error {
 	return mwErr
 }
 
-func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
+func writeSummary(w *bufio.Writer, cfg Config, rows []Row, mwRows []MWRow, plots []string) {
 	fmt.Fprintf(w, "# picoeval summary\n\n")
 	profile := "full"
 	if cfg.Quick {
@@ -104,6 +104,9 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, plots []string) {
 	}
 	if cfg.hostStart != "" {
 		fmt.Fprintf(w, "Host at the start: %s. At the end: %s.\n\n", cfg.hostStart, hostLine())
+	}
+	if len(rows) > 0 || len(mwRows) > 0 {
+		writeVerdicts(w, rows, mwRows)
 	}
 	if cfg.Cotenant > 0 {
 		fmt.Fprintf(w, "**Busy host**: %d CPU busy loops (separate `sh -c 'while :; do :; done'` processes) ran beside the systems under test during every run and were stopped after it (`--cotenant %d`).\n\n", cfg.Cotenant, cfg.Cotenant)
