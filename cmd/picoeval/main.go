@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -45,7 +46,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func newCommand(stdout io.Writer) *cobra.Command {
 	var cfg runner.Config
-	var only, levels, seeds, mwSizes, mwProfiles, mwSystems string
+	var only, levels, seeds, profile, mwSizes, mwProfiles, mwSystems string
 	cmd := &cobra.Command{
 		Use:   "picoeval",
 		Short: "Run the Adaptive Bridge evaluation: baseline DDS, the stock Rust router, picobridge",
@@ -63,6 +64,7 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
   picoeval --only exp3,exp5 --duration 30s
   picoeval --only exp3,zenohd,ros2dds --levels clean,mild,moderate,strong --duration 20s
   picoeval --only exp3,zenohd --levels mild,strong --seeds 1,2,3 --duration 120s
+  picoeval --profile full --out docs/evaluation   # the third edition: 3 seeds × 120 s, quiet and busy host (hours)
   picoeval --only mw --mw-profiles wifi --mw-sizes 64,16KiB --cotenant 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -75,6 +77,9 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 			cfg.MWProfiles = runner.ParseOnly(mwProfiles)
 			cfg.MWSystems = runner.ParseOnly(mwSystems)
 			if cfg.Seeds, err = parseSeeds(seeds, cmd.Flags().Changed("seed")); err != nil {
+				return cli.Usage(err)
+			}
+			if err := applyProfile(&cfg, profile, cmd.Flags().Changed); err != nil {
 				return cli.Usage(err)
 			}
 			if err := checkEvalConfig(&cfg); err != nil {
@@ -91,6 +96,8 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 	}
 	f := cmd.Flags()
 	f.BoolVar(&cfg.Quick, "quick", false, "short runs (10 s per level) for smoke tests and CI")
+	f.StringVar(&profile, "profile", "standard", "quick (= --quick), standard (one seed, 40 s clean / 60 s impaired), or full (the third edition: --seeds 1,2,3 --duration 120s --busy-variant 2 unless given)")
+	f.IntVar(&cfg.BusyVariant, "busy-variant", 0, "run every run of exp1–6, zenohd and ros2dds again with this many CPU busy loops beside it (names end in -busy); 0 = not")
 	f.StringVar(&cfg.Out, "out", "picoeval-out", "output directory (CSVs, summary.md, PNGs)")
 	f.StringVar(&only, "only", "", "comma-separated experiments to run ("+strings.Join(experiments, ",")+"); default all")
 	f.StringVar(&levels, "levels", "", "comma-separated impairment levels to run ("+strings.Join(allLevels(), ",")+"); default all (mw has its own --mw-profiles)")
@@ -106,6 +113,35 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 	f.StringVar(&cfg.HarnessRealtime, "harness-realtime", "", "exp3/4/6: raise picoeval's own threads (publisher, devices) once the gateway runs: nice or fifo (as policy.express.realtime; children keep their priority), so that only the gateway meets the --cotenant busy loops")
 	f.StringVar(&cfg.Bag, "bag", "", "rosbag2 directory to replay (default: shared/data/mumble_rplidar_imu/hallway_room_loop via $PICOBRIDGE_SHARED or walking up)")
 	return cmd
+}
+
+// applyProfile lays --profile over cfg; changed says whether a flag was given (an
+// explicit flag wins over the profile).
+func applyProfile(cfg *runner.Config, profile string, changed func(string) bool) error {
+	switch profile {
+	case "standard":
+	case "quick":
+		cfg.Quick = true
+	case "full":
+		if cfg.Quick {
+			return fmt.Errorf("--profile full and --quick: give one of them")
+		}
+		if !changed("seeds") && !changed("seed") {
+			cfg.Seeds = []uint64{1, 2, 3}
+		}
+		if !changed("duration") {
+			cfg.Duration = 120 * time.Second
+		}
+		if !changed("busy-variant") {
+			cfg.BusyVariant = 2
+		}
+	default:
+		return fmt.Errorf("--profile %s: want quick, standard or full", profile)
+	}
+	if cfg.BusyVariant < 0 || cfg.BusyVariant > 64 {
+		return fmt.Errorf("--busy-variant %d: want 0 to 64", cfg.BusyVariant)
+	}
+	return nil
 }
 
 // parseSeeds reads --seeds ("1,2,3": distinct positive integers); nil when empty.

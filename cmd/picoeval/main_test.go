@@ -5,8 +5,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/picobridge/picobridge/eval/runner"
 )
 
 // TestExitStatus: picoeval's usage errors exit 2 with one line naming the
@@ -32,6 +35,9 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"--seeds", "1,0"}, `picoeval: --seeds 0: want positive integers, comma-separated`},
 		{[]string{"--seeds", "1,2,1"}, `picoeval: --seeds 1: given twice`},
 		{[]string{"--seeds", "1,2", "--seed", "3"}, `picoeval: --seeds and --seed: give one of them`},
+		{[]string{"--profile", "huge"}, `picoeval: --profile huge: want quick, standard or full`},
+		{[]string{"--profile", "full", "--quick"}, `picoeval: --profile full and --quick: give one of them`},
+		{[]string{"--busy-variant", "-2"}, `picoeval: --busy-variant -2: want 0 to 64`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -41,6 +47,24 @@ func TestExitStatus(t *testing.T) {
 			require.Empty(t, stdout.String())
 		})
 	}
+}
+
+func TestApplyProfile(t *testing.T) {
+	none := func(string) bool { return false }
+	var cfg runner.Config
+	require.NoError(t, applyProfile(&cfg, "full", none))
+	require.Equal(t, []uint64{1, 2, 3}, cfg.Seeds)
+	require.Equal(t, 120*time.Second, cfg.Duration)
+	require.Equal(t, 2, cfg.BusyVariant)
+	// Explicit flags win.
+	cfg = runner.Config{Seeds: []uint64{7}, Duration: time.Minute}
+	require.NoError(t, applyProfile(&cfg, "full", func(f string) bool { return f == "seeds" || f == "duration" || f == "busy-variant" }))
+	require.Equal(t, []uint64{7}, cfg.Seeds)
+	require.Equal(t, time.Minute, cfg.Duration)
+	require.Zero(t, cfg.BusyVariant)
+	cfg = runner.Config{}
+	require.NoError(t, applyProfile(&cfg, "quick", none))
+	require.True(t, cfg.Quick)
 }
 
 func TestParseSeeds(t *testing.T) {

@@ -58,6 +58,12 @@ type Config struct {
 	// systems under test during every run, stopped after it; 0 = none.
 	Cotenant int
 
+	// BusyVariant, when > 0, runs every run of experiments 1–6, zenohd and ros2dds a
+	// second time with that many busy loops beside it (run name suffix "-busy"; the
+	// across-seed table and results.json keep the two apart), so that every system is
+	// measured on a busy host too (issue 27 item 3). The middleware comparison runs once.
+	BusyVariant int
+
 	// GatewayCfg are `picobridge run --cfg KEY:VALUE` settings laid over the gateway's
 	// configuration in experiments 3, 4 and 6 (e.g. policy.express.realtime:fifo).
 	GatewayCfg []string

@@ -51,6 +51,7 @@ type CellRecord struct {
 	Exp       string     `json:"exp"`
 	System    string     `json:"system"`
 	Level     string     `json:"level"`
+	Cotenant  int        `json:"cotenant"`
 	Seeds     []uint64   `json:"seeds"`
 	P50       []*float64 `json:"critical_p50_ms"` // median, min, max
 	P95       []*float64 `json:"critical_p95_ms"`
@@ -108,7 +109,7 @@ func writeResultsJSON(cfg Config, generated string, rows []Row, mwRows []MWRow) 
 		f.Runs = append(f.Runs, rec)
 	}
 	for _, c := range SeedCells(rows) {
-		f.Cells = append(f.Cells, CellRecord{Exp: c.Exp, System: c.System, Level: c.Level, Seeds: c.Seeds,
+		f.Cells = append(f.Cells, CellRecord{Exp: c.Exp, System: c.System, Level: c.Level, Cotenant: c.Cotenant, Seeds: c.Seeds,
 			P50: spreadRec(c.P50), P95: spreadRec(c.P95), P99: spreadRec(c.P99), Delivered: c.Delivered, Attempted: c.Attempted})
 	}
 	b, err := json.MarshalIndent(f, "", "  ")

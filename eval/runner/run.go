@@ -94,41 +94,51 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 	cfg.hostStart = hostLine()
 	var results []*Result
 	skipped := map[string]bool{} // experiments whose skip was logged (one line for all their runs)
-	for _, seed := range cfg.Seeds {
-		runCfg := cfg
-		runCfg.Seed = seed
-		for _, s := range plan(cfg) {
-			run := s.run
-			if len(cfg.Seeds) > 1 {
-				run = fmt.Sprintf("%s-s%d", s.run, seed)
-			}
-			res := &Result{Run: run, Exp: s.exp, System: s.system, Level: s.level, Seed: seed, Missing: s.missing, Cotenant: cfg.Cotenant}
-			if res.Missing == "" {
-				if ctx.Err() != nil {
-					res.Missing = "interrupted"
-				} else {
-					cfg.Log("picoeval: %s (%v)…", run, cfg.runDuration(s.level))
-					t0 := time.Now()
-					stopBusy := startCotenants(cfg.Cotenant)
-					res.Load[0] = loadAvg1()
-					res.Err = s.fn(ctx, runCfg, res)
-					res.Load[1] = loadAvg1()
-					stopBusy()
-					if res.Err == nil {
-						res.Err = WriteCSV(cfg.Out, res)
+	busyLevels := []int{cfg.Cotenant}
+	if cfg.BusyVariant > 0 {
+		busyLevels = append(busyLevels, cfg.BusyVariant)
+	}
+	for _, busy := range busyLevels {
+		for _, seed := range cfg.Seeds {
+			runCfg := cfg
+			runCfg.Seed = seed
+			runCfg.Cotenant = busy
+			for _, s := range plan(cfg) {
+				run := s.run
+				if len(cfg.Seeds) > 1 {
+					run = fmt.Sprintf("%s-s%d", s.run, seed)
+				}
+				if cfg.BusyVariant > 0 && busy == cfg.BusyVariant && busy != cfg.Cotenant {
+					run += "-busy"
+				}
+				res := &Result{Run: run, Exp: s.exp, System: s.system, Level: s.level, Seed: seed, Missing: s.missing, Cotenant: busy}
+				if res.Missing == "" {
+					if ctx.Err() != nil {
+						res.Missing = "interrupted"
+					} else {
+						cfg.Log("picoeval: %s (%v)…", run, cfg.runDuration(s.level))
+						t0 := time.Now()
+						stopBusy := startCotenants(busy)
+						res.Load[0] = loadAvg1()
+						res.Err = s.fn(ctx, runCfg, res)
+						res.Load[1] = loadAvg1()
+						stopBusy()
+						if res.Err == nil {
+							res.Err = WriteCSV(cfg.Out, res)
+						}
+						row := Summarize(res)
+						cfg.Log("picoeval: %s done in %v: %s", run, time.Since(t0).Round(time.Second), oneLine(row))
 					}
-					row := Summarize(res)
-					cfg.Log("picoeval: %s done in %v: %s", run, time.Since(t0).Round(time.Second), oneLine(row))
+				} else if s.exp == ROS2DDSExp || s.exp == ZenohdExp {
+					if !skipped[s.exp] {
+						cfg.Log("picoeval: %s: skipped, %s", s.exp, res.Missing)
+					}
+					skipped[s.exp] = true
+				} else {
+					cfg.Log("picoeval: %s not run (%s)", run, res.Missing)
 				}
-			} else if s.exp == ROS2DDSExp || s.exp == ZenohdExp {
-				if !skipped[s.exp] {
-					cfg.Log("picoeval: %s: skipped, %s", s.exp, res.Missing)
-				}
-				skipped[s.exp] = true
-			} else {
-				cfg.Log("picoeval: %s not run (%s)", run, res.Missing)
+				results = append(results, res)
 			}
-			results = append(results, res)
 		}
 	}
 	if cfg.wants(MWExp) {

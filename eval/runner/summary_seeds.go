@@ -53,28 +53,29 @@ func (s Spread) String() string {
 // SeedCell is one experiment × system × level over its seeds.
 type SeedCell struct {
 	Exp, System, Level   string
+	Cotenant             int // busy loops beside the runs (Config.Cotenant, BusyVariant)
 	Seeds                []uint64
 	P50, P95, P99        Spread // per-run critical latency percentiles, ms
 	Delivered, Attempted int    // critical, summed over the runs
 }
 
-// SeedCells groups rows by experiment, system and level, in the order they first appear;
-// runs that failed or were not run are left out.
+// SeedCells groups rows by experiment, system, level and busy loops, in the order they
+// first appear; runs that failed or were not run are left out.
 func SeedCells(rows []Row) []SeedCell {
 	var cells []SeedCell
-	idx := map[[3]string]int{}
+	idx := map[[4]string]int{}
 	var p50, p95, p99 [][]float64
 	for _, r := range rows {
 		res := r.Res
 		if res.Missing != "" || res.Err != nil {
 			continue
 		}
-		k := [3]string{res.Exp, res.System, res.Level}
+		k := [4]string{res.Exp, res.System, res.Level, fmt.Sprint(res.Cotenant)}
 		i, ok := idx[k]
 		if !ok {
 			i = len(cells)
 			idx[k] = i
-			cells = append(cells, SeedCell{Exp: res.Exp, System: res.System, Level: res.Level})
+			cells = append(cells, SeedCell{Exp: res.Exp, System: res.System, Level: res.Level, Cotenant: res.Cotenant})
 			p50, p95, p99 = append(p50, nil), append(p95, nil), append(p99, nil)
 		}
 		c := &cells[i]
@@ -98,9 +99,9 @@ func writeSeedTable(w *bufio.Writer, rows []Row) {
 		return
 	}
 	fmt.Fprintf(w, "## Across seeds\n\nEach cell ran once per seed (the seed drives every impairment: loss chains, delays). Latencies: median [min–max] of the per-run critical percentiles. A difference between two cells is real only where their ranges do not overlap. Delivered/attempted: critical samples received / publication attempts, summed over the runs.\n\n")
-	fmt.Fprintf(w, "| experiment | system | level | seeds | critical p50 | critical p95 | critical p99 | critical delivered/attempted |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| experiment | system | level | busy loops | seeds | critical p50 | critical p95 | critical p99 | critical delivered/attempted |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range cells {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d/%d |\n", c.Exp, c.System, c.Level, seedList(c.Seeds),
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %s | %s | %s | %d/%d |\n", c.Exp, c.System, c.Level, c.Cotenant, seedList(c.Seeds),
 			c.P50, c.P95, c.P99, c.Delivered, c.Attempted)
 	}
 	fmt.Fprintln(w)

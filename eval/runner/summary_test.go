@@ -226,8 +226,8 @@ func TestSeedCellsAndTable(t *testing.T) {
 	s := string(sum)
 	require.Contains(t, s, "(full profile, seeds 1,2,3)")
 	require.Contains(t, s, "## Across seeds")
-	require.Contains(t, s, "| exp3 | picobridge | mild | 1,2,3 | 2.00 ms [1.00 ms–3.00 ms] | 2.00 ms [1.00 ms–3.00 ms] | 2.00 ms [1.00 ms–3.00 ms] | 897/900 |")
-	require.Contains(t, s, "| exp3 | zenohd | mild | 1,2,3 | 5.00 ms [4.00 ms–6.00 ms] |")
+	require.Contains(t, s, "| exp3 | picobridge | mild | 0 | 1,2,3 | 2.00 ms [1.00 ms–3.00 ms] | 2.00 ms [1.00 ms–3.00 ms] | 2.00 ms [1.00 ms–3.00 ms] | 897/900 |")
+	require.Contains(t, s, "| exp3 | zenohd | mild | 0 | 1,2,3 | 5.00 ms [4.00 ms–6.00 ms] |")
 
 	// results.json: a record per run (the missing one with its reason) and per cell.
 	var rf ResultsFile

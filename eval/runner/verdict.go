@@ -34,8 +34,12 @@ const (
 // Claims judges the seed papers' claims on rows (experiments 1–6 over any number of
 // seeds) and mwRows (the middleware comparison). A claim whose runs are missing is
 // NotJudged with the reason.
+//
+// Only the quietest runs are judged: with a busy-host variant (Config.BusyVariant) the
+// rows with the fewest busy loops.
 func Claims(rows []Row, mwRows []MWRow) []Claim {
 	var out []Claim
+	rows = quietest(rows)
 
 	// 1. The bridge keeps critical p95 ≤ 1.57 ms and 30 Hz under impairment.
 	c := Claim{Claim: fmt.Sprintf("Adaptive Bridge: critical p95 ≤ %.2f ms and 30 Hz at every impairment level (mild, moderate, strong)", bridgeP95Bar)}
@@ -154,6 +158,21 @@ func Claims(rows []Row, mwRows []MWRow) []Claim {
 		c.Numbers = "mw with TLS not run"
 	}
 	out = append(out, c)
+	return out
+}
+
+// quietest keeps the rows with the fewest busy loops beside them.
+func quietest(rows []Row) []Row {
+	least := math.MaxInt
+	for _, r := range rows {
+		least = min(least, r.Res.Cotenant)
+	}
+	var out []Row
+	for _, r := range rows {
+		if r.Res.Cotenant == least {
+			out = append(out, r)
+		}
+	}
 	return out
 }
 

@@ -118,3 +118,25 @@ func TestClaimsMiddleware(t *testing.T) {
 	require.Contains(t, string(sum), "## Verdicts on the seed papers' claims")
 	require.Contains(t, string(sum), "| Zhang et al.: Cyclone DDS has the lowest latency on Ethernet | **reproduced** |")
 }
+
+// TestBusyVariantKeptApart: the same cell quiet and busy is two cells; the verdict judges
+// the quiet one.
+func TestBusyVariantKeptApart(t *testing.T) {
+	ms := time.Millisecond
+	var rows []Row
+	for _, lv := range []string{"mild", "moderate", "strong"} {
+		for seed := uint64(1); seed <= 3; seed++ {
+			q := seeded("picobridge", lv, seed, ms, 0)
+			b := seeded("picobridge", lv, seed, 9*ms, 0)
+			b.Run += "-busy"
+			b.Cotenant = 2
+			rows = append(rows, Summarize(q), Summarize(b))
+		}
+	}
+	cells := SeedCells(rows)
+	require.Len(t, cells, 6)
+	require.Equal(t, 0, cells[0].Cotenant)
+	require.Equal(t, 2, cells[1].Cotenant)
+	require.InDelta(t, 9, cells[1].P95.Median, 1e-9)
+	require.Equal(t, Reproduced, Claims(rows, nil)[0].Verdict)
+}
