@@ -25,6 +25,7 @@ func main() {
 	systems := flag.String("systems", "router,rust", "comma-separated systems: router, run, rust")
 	duration := flag.Duration("duration", 10*time.Second, "fan-out window per row")
 	drain := flag.Duration("drain", 5*time.Second, "after the fan-out window, wait at most this long for the last deliveries")
+	stormDrain := flag.Duration("storm-drain", time.Second, "storm: after the after-window, wait this long for samples in flight before counting the rest missed")
 	idle := flag.Duration("idle", 3*time.Second, "wait before reading idle RSS and after the sessions left")
 	rate := flag.Float64("rate", 30, "fan-out rate, Hz, below --slow-from sessions")
 	slowRate := flag.Float64("slow-rate", 3, "fan-out rate, Hz, from --slow-from sessions on")
@@ -71,7 +72,7 @@ func main() {
 		runFault(*mode, fleet.FaultOptions{Picobridge: *bin, Gateway: gw, RateHz: *rate, Batch: *batch, Size: faultSize,
 			Sources: *sources, Dials: *dials, GatewayArgs: gatewayArgs, LoadgenCPUs: *loadgenCPUs, RouterCPUs: *routerCPUs,
 			Jitter: *jitter, Seed: *seed, Log: os.Stderr}, *sessions, *out,
-			fleet.StormOptions{Down: *down, After: *after, Budget: *stormBudget, Faults: benchkit.SplitList(*faults), Idle: *idle},
+			fleet.StormOptions{Down: *down, After: *after, Budget: *stormBudget, Faults: benchkit.SplitList(*faults), Idle: *idle, Drain: *stormDrain},
 			fleet.ChurnOptions{JoinHz: *joins, LeaveHz: *leaves, Duration: *soak, Critical: *critical, Sample: *sample},
 			fleet.PartitionOptions{Zenohd: *zenohd, Cut: *cut, After: *after, Budget: *stormBudget})
 		return

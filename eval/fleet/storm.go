@@ -17,6 +17,10 @@ type StormOptions struct {
 	After  time.Duration // the critical stream is watched this long after every device is back (default 10 s)
 	Budget time.Duration // the longest a storm may take to settle (default 120 s)
 	Idle   time.Duration // before the fault, after every device receives (default 3 s)
+	// Drain: after the after-window, how long samples still in flight may take to arrive
+	// before the rest count as missed (default 1 s). A sample that arrives later is counted
+	// missed: raise it to tell delay from loss.
+	Drain time.Duration
 	// Faults to run in order: "gateway" (SIGKILL the gateway, restart it on the same
 	// ports) and "upstream" (SIGKILL the upstream router, restart it). Default both.
 	Faults []string
@@ -50,7 +54,10 @@ type StormRow struct {
 	// Drops: the gateway's samples not forwarded to devices (lanes, by lane/reason) and
 	// router drops (by reason) during the fault, "" when none.
 	Drops string
-	Err   string
+	// UpstreamDrops: the upstream router's drops (by reason) over the same span, "" when
+	// none (samples that never reached the gateway).
+	UpstreamDrops string
+	Err           string
 }
 
 // StormReport is the result of Storm.
@@ -77,6 +84,9 @@ func (o *StormOptions) defaults() error {
 	}
 	if o.Idle <= 0 {
 		o.Idle = 3 * time.Second
+	}
+	if o.Drain <= 0 {
+		o.Drain = time.Second
 	}
 	if len(o.Faults) == 0 {
 		o.Faults = []string{"gateway", "upstream"}
@@ -203,6 +213,7 @@ func stormFault(o StormOptions, fault string, topo *topology, lg loadgenProc, pu
 		return row, err
 	}
 	m0, _ := topo.gw.metrics()
+	u0, _ := topo.up.metrics()
 	if d := m0.By("picobridge_bridge_samples_dropped_total", "reason"); len(d) > 0 {
 		fmt.Fprintf(o.Log, "storm %s: the gateway dropped before the fault: %s\n", fault, reasons(d))
 	}
@@ -247,7 +258,7 @@ func stormFault(o StormOptions, fault string, topo *topology, lg loadgenProc, pu
 	row.PeakRSS, row.CPU = w.end()
 	time.Sleep(o.After)
 	seqEnd := pub.next()
-	time.Sleep(time.Second) // the last samples in flight
+	time.Sleep(o.Drain) // the last samples in flight
 	ls, err := lg.cmd(fmt.Sprintf("losses %d %d %d", seqKill, seqBack, seqEnd), "losses", 30*time.Second)
 	if err != nil {
 		return row, err
@@ -282,6 +293,19 @@ func stormFault(o StormOptions, fault string, topo *topology, lg loadgenProc, pu
 		}
 		row.Drops = reasons(by)
 	}
+	// The upstream router's drops (toward the gateway, a full link there): what the
+	// gateway cannot see. Over the fault and the after window; a restarted upstream
+	// counts from its restart.
+	if u1, err := topo.up.metrics(); err == nil {
+		if fault != "upstream" {
+			u1 = benchkit.Delta(u0, u1)
+		}
+		by := map[string]float64{}
+		for k, v := range u1.By("picobridge_router_dropped_total", "reason") {
+			by[k] += v
+		}
+		row.UpstreamDrops = reasons(by)
+	}
 	fmt.Fprintf(o.Log, "storm %s: %d/%d up after %.1fs, all delivering after %.1fs; missed %d/%d in the window, %d/%d after\n",
 		fault, row.BackUp, n, row.UpSecs, row.DataSecs, row.MissedWindow, row.SentWindow, row.MissedAfter, row.SentAfter)
 	return row, nil
@@ -293,17 +317,17 @@ func (r *StormReport) Markdown() string {
 	p := func(f string, a ...any) { b = fmt.Appendf(b, f, a...) }
 	p("## Reconnect storm (%s UTC)\n\n", r.Start.UTC().Format("2006-01-02 15:04"))
 	p("Load average at start %s, at end %s; %s.\n\n", r.Load0, r.LoadEnd, r.Env)
-	p("| fault | sessions | back up | all open s | all delivering s | reconnects | failed opens | idle RSS MiB | peak RSS MiB | gateway CPU %% | critical missed in window | sessions missing any | max per session | missed after (of sent) | duplicates | publisher ticks lost | admission deferred (wait s) | handshakes refused | demotions | gateway drops |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| fault | sessions | back up | all open s | all delivering s | reconnects | failed opens | idle RSS MiB | peak RSS MiB | gateway CPU %% | critical missed in window | sessions missing any | max per session | missed after (of sent) | duplicates | publisher ticks lost | admission deferred (wait s) | handshakes refused | demotions | gateway drops | upstream router drops |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.Rows {
 		if x.Err != "" {
-			p("| %s | %d | ERROR: %s |||||||||||||||||||\n", x.Fault, x.Sessions, x.Err)
+			p("| %s | %d | ERROR: %s ||||||||||||||||||||\n", x.Fault, x.Sessions, x.Err)
 			continue
 		}
-		p("| %s | %d | %d | %s | %s | %d | %d | %s | %s | %.0f | %d / %d (%.2f %%) | %d | %d | %d / %d | %d | %d | %s (%.1f s) | %.0f | %.0f | %s |\n",
+		p("| %s | %d | %d | %s | %s | %d | %d | %s | %s | %.0f | %d / %d (%.2f %%) | %d | %d | %d / %d | %d | %d | %s (%.1f s) | %.0f | %.0f | %s | %s |\n",
 			x.Fault, x.Sessions, x.BackUp, secs(x.UpSecs), secs(x.DataSecs), x.Reconnects, x.Redials,
 			mib(x.IdleRSS), mib(x.PeakRSS), x.CPU, x.MissedWindow, x.SentWindow, pct(x.MissedWindow, x.SentWindow),
-			x.SessionsMissedWindow, x.MaxSessionWindow, x.MissedAfter, x.SentAfter, x.Duplicates, x.PubFailed, x.Deferred, x.DeferWait, x.HSRefused, x.Demotions, x.Drops)
+			x.SessionsMissedWindow, x.MaxSessionWindow, x.MissedAfter, x.SentAfter, x.Duplicates, x.PubFailed, x.Deferred, x.DeferWait, x.HSRefused, x.Demotions, x.Drops, x.UpstreamDrops)
 	}
 	for _, n := range r.Notes {
 		p("\n%s\n", n)
