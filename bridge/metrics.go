@@ -26,6 +26,7 @@ const (
 	MetricSinkErrors           = "picobridge_bridge_sink_errors_total"
 	MetricSupervisorMode       = "picobridge_bridge_supervisor_mode"
 	MetricSupervisorTransition = "picobridge_bridge_supervisor_transitions_total"
+	MetricSupervisorLag        = "picobridge_bridge_supervisor_lag_seconds"
 	MetricQueueOccupancy       = "picobridge_bridge_queue_occupancy_ratio"
 	MetricCriticalDropped      = "picobridge_bridge_critical_samples_dropped_total"
 	MetricLinkBudget           = "picobridge_device_link_budget_bytes_per_second"
@@ -129,6 +130,9 @@ var (
 	descRealtime = prometheus.NewDesc(MetricRealtimeThreads,
 		"Threads of the gateway raised when it started, for the critical express path (policy.express.realtime), by role (runtime: Go threads, library: C threads) and by what the kernel allowed (nice, fifo).",
 		[]string{"role", "applied"}, nil)
+	descSupLag = prometheus.NewDesc(MetricSupervisorLag,
+		"The supervisor's last lag reading, by whom it was counted against: gateway (held against supervisor.*.lag) or host (the process used less than half its CPUs: reported, no limit applied).",
+		[]string{"counted_as"}, nil)
 	descWakeupLag = prometheus.NewDesc(MetricWakeupLag,
 		"Largest lateness of the gateway's own timers over the last classifier evaluation interval (scheduler wake-up delay).",
 		nil, nil)
@@ -172,7 +176,7 @@ func registerMetrics(r prometheus.Registerer, g *Gateway) error {
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuildInfo, descClass, descRTT, descLoss, descProbes, descTransitions,
-		descAttached, descForwarded, descDropped, descDepth, descFlushes, descStallHolds, descSinkErrors, descMode, descSupTransitions, descOccupancy,
+		descAttached, descForwarded, descDropped, descDepth, descFlushes, descStallHolds, descSinkErrors, descMode, descSupTransitions, descSupLag, descOccupancy,
 		descCritDropped, descLinkBudget, descLinkLearned, descLinkMinRTT, descLinkQueueDelay, descLinkQueueBytes, descSuspended, descSuspending, descWakeupLag, descSteal, descRealtime,
 		descOfferedSamples, descOfferedBytes, descOfferedRate, descOfferedByteRate, descOfferedMax, descOfferedP95,
 		descFlushOcc, descFullFlushes} {
@@ -289,6 +293,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descMode, prometheus.GaugeValue, v, m.Label())
 	}
 	ch <- prometheus.MustNewConstMetric(descSupTransitions, prometheus.CounterValue, float64(st.Transitions))
+	ch <- prometheus.MustNewConstMetric(descSupLag, prometheus.GaugeValue, st.Health.Lag.Seconds(), "gateway")
+	ch <- prometheus.MustNewConstMetric(descSupLag, prometheus.GaugeValue, st.Health.HostLag.Seconds(), "host")
 	ch <- prometheus.MustNewConstMetric(descOccupancy, prometheus.GaugeValue, st.Health.QueueOccupancy)
 	gh := g.guard.status()
 	for _, r := range suspendReasons {

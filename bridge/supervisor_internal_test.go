@@ -6,10 +6,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/picobridge/picobridge/firmware"
 )
+
+// supLag reads picobridge_bridge_supervisor_lag_seconds{counted_as=who} from reg.
+func supLag(t *testing.T, reg *prometheus.Registry, who string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != MetricSupervisorLag {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == who {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("%s{counted_as=%q} not exported", MetricSupervisorLag, who)
+	return 0
+}
 
 // A lag measured while the gateway's process used less than half of its
 // CPUs is the host's (a loaded or starved host did not run it): it is
@@ -24,7 +44,8 @@ func TestSupervisorLagOfIdleGatewayIsHosts(t *testing.T) {
 	cat, err := firmware.Catalog()
 	require.NoError(t, err)
 	var cpu time.Duration
-	g, err := New(DefaultConfig(), Options{Catalog: cat, ProcessCPU: func() (time.Duration, error) { return cpu, nil }})
+	reg := prometheus.NewPedanticRegistry()
+	g, err := New(DefaultConfig(), Options{Catalog: cat, Registerer: reg, ProcessCPU: func() (time.Duration, error) { return cpu, nil }})
 	require.NoError(t, err)
 	defer g.Close()
 	procs := time.Duration(runtime.GOMAXPROCS(0))
@@ -38,6 +59,8 @@ func TestSupervisorLagOfIdleGatewayIsHosts(t *testing.T) {
 	st := g.sup.Status()
 	require.Equal(t, Normal, st.Mode)
 	require.Equal(t, Health{HostLag: 1250 * time.Millisecond}, st.Health)
+	require.Equal(t, 1.25, supLag(t, reg, "host"), "reported")
+	require.Zero(t, supLag(t, reg, "gateway"))
 
 	cpu += 499 * time.Millisecond * procs // just under half: still the host's
 	_, changed = g.superviseWithTickLag(t0.Add(2*time.Second), 150*time.Millisecond)
@@ -48,6 +71,8 @@ func TestSupervisorLagOfIdleGatewayIsHosts(t *testing.T) {
 	require.True(t, changed)
 	require.Equal(t, Emergency, c.To)
 	require.Equal(t, Health{Lag: 1250 * time.Millisecond}, c.Health)
+	require.Equal(t, 1.25, supLag(t, reg, "gateway"))
+	require.Zero(t, supLag(t, reg, "host"))
 
 	g2, err := New(DefaultConfig(), Options{Catalog: cat, ProcessCPU: func() (time.Duration, error) { return 0, errors.New("no getrusage") }})
 	require.NoError(t, err)

@@ -140,7 +140,7 @@ func TestGatewayConfig(t *testing.T) {
 func TestTableRows(t *testing.T) {
 	r := &Report{Rows: []Row{
 		{Scenario: "a", Title: "t", System: GoRouter, Stream: "s", Device: "dev", Sent: 10, Delivered: 9, Lost: 1,
-			P50: 1.234, P99: 12.6, Max: 20, DropsKnown: true, Drops: 1, DropReasons: "router congestion=1", ClassChanges: -1, Target: "p99 ≤ 5 ms", Met: "no"},
+			P50: 1.234, P99: 10.4, Max: 120.4, DropsKnown: true, Drops: 1, DropReasons: "router congestion=1", ClassChanges: -1, Target: "p99 ≤ 5 ms", Met: "no"},
 		{Scenario: "a", Title: "t", System: RustRouter, Err: "start: boom"},
 	}}
 	lines := strings.Split(strings.TrimSpace(r.Table()), "\n")
@@ -151,6 +151,6 @@ func TestTableRows(t *testing.T) {
 		require.Equal(t, n, strings.Count(l, "|"), l)
 	}
 	require.Contains(t, lines[2], "| 1 (10.0 %) |")
-	require.Contains(t, lines[2], "| 1.23 | 13 | 20 | 1 (router congestion=1) |")
+	require.Contains(t, lines[2], "| 1.23 | 10.4 | 120 | 1 (router congestion=1) |", "10.4 ms must not print as 10")
 	require.Contains(t, lines[3], "ERROR start: boom")
 }

@@ -75,13 +75,16 @@ func (r *Report) Markdown() string {
 	return sb.String()
 }
 
-// fmtMS prints a latency in ms ("—" for NaN).
+// fmtMS prints a latency in ms ("—" for NaN): two decimals below 10 ms, one
+// below 100 ms (a goal of 10 ms must not read as met at 10.4), none above.
 func fmtMS(v float64) string {
-	if v != v {
+	switch {
+	case v != v:
 		return "—"
-	}
-	if v < 10 {
+	case v < 10:
 		return strconv.FormatFloat(v, 'f', 2, 64)
+	case v < 100:
+		return strconv.FormatFloat(v, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 0, 64)
 }
