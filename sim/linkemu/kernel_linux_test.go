@@ -190,12 +190,9 @@ func stream(t *testing.T, w io.Writer, r io.Reader, gap time.Duration, n int) []
 	return lat
 }
 
-// proxyStream runs the stream through a TCPProxy with the same delay and
-// loss (one direction lossy, both delayed) under the given model.
-func proxyStream(t *testing.T, seed uint64, oneWay time.Duration, loss float64, gap time.Duration, n int, rep Repair) ([]time.Duration, DirStats) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
+// acceptOne accepts one connection of ln in the background; the channel
+// is closed without one when the accept fails (ln closed).
+func acceptOne(ln net.Listener) <-chan net.Conn {
 	acc := make(chan net.Conn, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -205,6 +202,16 @@ func proxyStream(t *testing.T, seed uint64, oneWay time.Duration, loss float64, 
 		}
 		acc <- c
 	}()
+	return acc
+}
+
+// proxyStream runs the stream through a TCPProxy with the same delay and
+// loss (one direction lossy, both delayed) under the given model.
+func proxyStream(t *testing.T, seed uint64, oneWay time.Duration, loss float64, gap time.Duration, n int, rep Repair) ([]time.Duration, DirStats) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	acc := acceptOne(ln)
 	pr := Profile{Name: "kernel-check",
 		ToDevice:  Impairment{Delay: Jitter{Mean: oneWay}},
 		ToGateway: Impairment{Loss: GE{LossGood: loss}, Delay: Jitter{Mean: oneWay}}}
@@ -261,15 +268,7 @@ func kernelStream(t *testing.T, seed uint64, oneWay time.Duration, loss float64,
 	var ln net.Listener
 	require.NoError(t, inNetns(nsB, func() (err error) { ln, err = net.Listen("tcp4", addrB+":7000"); return }))
 	defer ln.Close()
-	acc := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(acc)
-			return
-		}
-		acc <- c
-	}()
+	acc := acceptOne(ln)
 	var c net.Conn
 	require.NoError(t, inNetns(nsA, func() (err error) {
 		c, err = net.DialTimeout("tcp4", addrB+":7000", 10*time.Second)
