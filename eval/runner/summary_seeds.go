@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Spread is the median and the range of one statistic over a cell's runs (one run per
@@ -108,12 +110,9 @@ func writeSeedTable(w *bufio.Writer, rows []Row) {
 }
 
 func seedList(s []uint64) string {
-	out := ""
+	parts := make([]string, len(s))
 	for i, v := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += fmt.Sprint(v)
+		parts[i] = strconv.FormatUint(v, 10)
 	}
-	return out
+	return strings.Join(parts, ",")
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -108,7 +109,7 @@ func Claims(rows []Row, mwRows []MWRow) []Claim {
 		parts = nil
 		judged := 0
 		for _, link := range claim.links {
-			if !contains(profiles, link) {
+			if !slices.Contains(profiles, link) {
 				continue
 			}
 			w50, n50, c50, _ := mwWinner(mwRows, link, sizes, 0.50)
@@ -201,15 +202,6 @@ func orTie(w string) string {
 		return "none (ties)"
 	}
 	return w
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // findMWTLS is the mw row of system, link and size with TLS on or off.
