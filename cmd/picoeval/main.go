@@ -46,7 +46,7 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func newCommand(stdout io.Writer) *cobra.Command {
 	var cfg runner.Config
-	var only, levels, seeds, profile, mwSizes, mwProfiles, mwSystems string
+	var only, levels, seeds, profile, mwSizes, mwProfiles, mwSystems, busyLevels, devices, picoLevels string
 	cmd := &cobra.Command{
 		Use:   "picoeval",
 		Short: "Run the Adaptive Bridge evaluation: baseline DDS, the stock Rust router, picobridge",
@@ -70,6 +70,9 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Only = runner.ParseOnly(only)
 			cfg.Levels = runner.ParseOnly(levels)
+			cfg.BusyLevels = runner.ParseOnly(busyLevels)
+			cfg.Devices = runner.ParseOnly(devices)
+			cfg.PicoLevels = runner.ParseOnly(picoLevels)
 			var err error
 			if cfg.MWSizes, err = parseSizes(mwSizes); err != nil {
 				return cli.Usage(err)
@@ -98,6 +101,9 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 	f.BoolVar(&cfg.Quick, "quick", false, "short runs (10 s per level) for smoke tests and CI")
 	f.StringVar(&profile, "profile", "standard", "quick (= --quick), standard (one seed, 40 s clean / 60 s impaired), or full (the third edition: --seeds 1,2,3 --duration 120s --busy-variant 2 unless given)")
 	f.IntVar(&cfg.BusyVariant, "busy-variant", 0, "run every run of exp1–6, zenohd and ros2dds again with this many CPU busy loops beside it (names end in -busy); 0 = not")
+	f.StringVar(&busyLevels, "busy-levels", "", "with --busy-variant: the levels the busy variant runs (default: all that run)")
+	f.StringVar(&devices, "devices", "", "device programs behind exp3's picobridge, zenohd and ros2dds: devsim, pico (real zenoh-pico from $ZENOH_PICO_DIR; systems named …-pico) or both, comma-separated (default devsim)")
+	f.StringVar(&picoLevels, "pico-levels", "", "the levels of the zenoh-pico device series (default: all that run)")
 	f.StringVar(&cfg.Out, "out", "picoeval-out", "output directory (CSVs, summary.md, PNGs)")
 	f.StringVar(&only, "only", "", "comma-separated experiments to run ("+strings.Join(experiments, ",")+"); default all")
 	f.StringVar(&levels, "levels", "", "comma-separated impairment levels to run ("+strings.Join(allLevels(), ",")+"); default all (mw has its own --mw-profiles)")
@@ -209,6 +215,21 @@ func checkEvalConfig(cfg *runner.Config) error {
 	for _, l := range cfg.Levels {
 		if !slices.Contains(allLevels(), l) {
 			return fmt.Errorf("--levels %s: unknown level (want %s)", l, strings.Join(allLevels(), ", "))
+		}
+	}
+	for _, flag := range []struct {
+		name string
+		vals []string
+	}{{"--busy-levels", cfg.BusyLevels}, {"--pico-levels", cfg.PicoLevels}} {
+		for _, l := range flag.vals {
+			if !slices.Contains(runner.Levels, l) {
+				return fmt.Errorf("%s %s: unknown level (want %s)", flag.name, l, strings.Join(runner.Levels, ", "))
+			}
+		}
+	}
+	for _, d := range cfg.Devices {
+		if d != runner.DevicesDevsim && d != runner.DevicesPico {
+			return fmt.Errorf("--devices %s: want %s or %s", d, runner.DevicesDevsim, runner.DevicesPico)
 		}
 	}
 	if cfg.Duration < 0 {

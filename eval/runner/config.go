@@ -64,6 +64,17 @@ type Config struct {
 	// measured on a busy host too (issue 27 item 3). The middleware comparison runs once.
 	BusyVariant int
 
+	// BusyLevels, when not empty, restricts the busy variant to these levels (e.g.
+	// "moderate": every system once on a busy host without repeating every level).
+	BusyLevels []string
+
+	// Devices are the device programs behind the side-by-side systems (exp3's picobridge,
+	// zenohd, ros2dds): DevicesDevsim (the default) and/or DevicesPico (real zenoh-pico from
+	// $ZENOH_PICO_DIR; runs named with PicoSuffix). PicoLevels, when not empty, restricts
+	// the zenoh-pico series to these levels. The busy variant runs devsim devices only.
+	Devices    []string
+	PicoLevels []string
+
 	// GatewayCfg are `picobridge run --cfg KEY:VALUE` settings laid over the gateway's
 	// configuration in experiments 3, 4 and 6 (e.g. policy.express.realtime:fifo).
 	GatewayCfg []string
@@ -123,6 +134,14 @@ func (c Config) runDuration(level string) time.Duration {
 		return 240 * time.Second
 	}
 	return 60 * time.Second
+}
+
+// devicePrograms is Devices, or DevicesDevsim alone when it is empty.
+func (c Config) devicePrograms() []string {
+	if len(c.Devices) == 0 {
+		return []string{DevicesDevsim}
+	}
+	return c.Devices
 }
 
 // wants reports whether experiment id is selected.

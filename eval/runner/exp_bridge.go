@@ -185,15 +185,26 @@ func (d *deviceDrops) of(dev string) map[string]int {
 	return maps.Clone(d.n[dev])
 }
 
-// startDevicePair starts the two devices every side-by-side system feeds:
-// "crit" (Critical consumer) on critEP and "slow" (Impaired) on slowEP, the
-// impaired link's proxy, both subscribing key; on error none is left running.
-func startDevicePair(ctx context.Context, critEP, slowEP, key string, rec *Recorder, drops *deviceDrops) (crit, slow *devsim.Device, err error) {
-	crit, err = startDevice(ctx, "crit", critEP, key, rec, Critical, drops)
+// startDevicePair starts the two devices every side-by-side system feeds, as program
+// (DevicesDevsim or DevicesPico): "crit" (Critical consumer) on critEP and "slow"
+// (Impaired) on slowEP, the impaired link's proxy, both subscribing key; on error none is
+// left running.
+func startDevicePair(ctx context.Context, program, critEP, slowEP, key string, rec *Recorder, drops *deviceDrops) (crit, slow evalDevice, err error) {
+	start := func(name, ep, consumer string) (evalDevice, error) {
+		if program == DevicesPico {
+			return startPicoDevice(ctx, name, ep, key, rec, consumer)
+		}
+		d, err := startDevice(ctx, name, ep, key, rec, consumer, drops)
+		if err != nil {
+			return nil, err
+		}
+		return devsimDevice{d}, nil
+	}
+	crit, err = start("crit", critEP, Critical)
 	if err != nil {
 		return nil, nil, err
 	}
-	slow, err = startDevice(ctx, "slow", slowEP, key, rec, Impaired, drops)
+	slow, err = start("slow", slowEP, Impaired)
 	if err != nil {
 		crit.Stop()
 		return nil, nil, err
@@ -229,7 +240,7 @@ func startDevice(ctx context.Context, name, endpoint, key string, rec *Recorder,
 // responder, direct) and an impaired device (same, through linkemu.TCPProxy with the level's
 // profile). The toggle level switches the proxy between moderate and clean every quarter of
 // the run. exp6 adds a DDS reader (own process) reading the publisher directly.
-func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, res *Result) error {
+func runBridge(ctx context.Context, cfg Config, v bridgeVariant, program, level string, res *Result) error {
 	pbOnce.Do(func() { pbBin, pbErr = picobridgeBinary() })
 	if pbErr != nil {
 		return pbErr
@@ -305,7 +316,7 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 
 	const key = "scan" // plain key style: /scan → scan
 	var drops deviceDrops
-	crit, slow, err := startDevicePair(ctx, zep, "tcp/"+proxy.Addr(), key, rec, &drops)
+	crit, slow, err := startDevicePair(ctx, program, zep, "tcp/"+proxy.Addr(), key, rec, &drops)
 	if err != nil {
 		return err
 	}
@@ -362,7 +373,7 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 		rt := bridge.RaiseThreads(m, slog.Default())
 		res.Notes = append(res.Notes, fmt.Sprintf("harness threads raised (--harness-realtime %s): %v", m, rt.Threads))
 	}
-	res.Notes = append(res.Notes, "publisher: Cyclone RELIABLE KEEP_ALL, max_blocking_time ∞; gateway: `picobridge run` (route /scan critical, default classifier and lanes"+map[bool]string{true: ", classifier disabled", false: ""}[v == bridgeNoClassifier]+gatewayCfgNote(cfg.GatewayCfg)+"); devices: sim/devsim "+devPlatform+"/"+devBoard+" (tuned: 5 ms socket window, 4096 B batches) with probe responders")
+	res.Notes = append(res.Notes, "publisher: Cyclone RELIABLE KEEP_ALL, max_blocking_time ∞; gateway: `picobridge run` (route /scan critical, default classifier and lanes"+map[bool]string{true: ", classifier disabled", false: ""}[v == bridgeNoClassifier]+gatewayCfgNote(cfg.GatewayCfg)+"); devices: "+devicesNote(program)+" with probe responders")
 
 	d := cfg.runDuration(level)
 	before, _ := measure.ProcUsage(gw.pid())
@@ -406,9 +417,7 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 		u := after.Sub(before)
 		res.Gateway = &u
 	}
-	if ss, ok := crit.Stats().Subscriptions[key]; ok && ss.DeviceReceive.Count > 0 {
-		res.DeviceRecvP95Ms, res.HasDeviceRecv = ss.DeviceReceive.P95, true
-	}
+	res.DeviceRecvP95Ms, res.HasDeviceRecv = crit.RecvP95(key)
 	dz, err := getDevicez(httpAddr)
 	if err != nil {
 		return fmt.Errorf("devicez: %w", err)
@@ -426,7 +435,7 @@ func runBridge(ctx context.Context, cfg Config, v bridgeVariant, level string, r
 			lanes = append(lanes, fmt.Sprintf("%s fwd %d drops %v", name, l.Forwarded, l.Dropped))
 		}
 		sort.Strings(lanes)
-		res.Notes = append(res.Notes, fmt.Sprintf("device %s: class %s, batched %.0f Hz, %s; dropped in the device: %v", dev.Name, dev.Classifier.Class, dev.BatchedRateHz, strings.Join(lanes, ", "), drops.of(dev.Name)))
+		res.Notes = append(res.Notes, fmt.Sprintf("device %s: class %s, batched %.0f Hz, %s; dropped in the device: %v", dev.Name, dev.Classifier.Class, dev.BatchedRateHz, strings.Join(lanes, ", "), deviceDropsNote(program, drops.of(dev.Name))))
 	}
 	res.Notes = append(res.Notes, "lost at the gateway's DDS input: "+ddsInputDrops(getMetrics(httpAddr)))
 	res.Notes = append(res.Notes, "supervisor: "+supervisorChanges(dz, res.StartNs))

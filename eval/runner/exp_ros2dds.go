@@ -181,7 +181,7 @@ func (z *zenohdLog) state() (ready bool, failed string, routes []string) {
 // profile. The devices' probe responders run but nothing probes them. With plugin false
 // it is the zenohd system instead (ZenohdExp): zenohd without plugin and a Go Zenoh
 // client publisher (zenohPublisher) in the plugin's place.
-func runROS2DDS(ctx context.Context, cfg Config, level string, plugin bool, res *Result) error {
+func runROS2DDS(ctx context.Context, cfg Config, level string, plugin bool, program string, res *Result) error {
 	anchors := os.Getenv("PICOBRIDGE_ANCHORS")
 	rec := NewRecorder(res.Run)
 	dom := domainID()
@@ -235,14 +235,14 @@ func runROS2DDS(ctx context.Context, cfg Config, level string, plugin bool, res 
 
 	const key = "scan" // the plugin's key for /scan (namespace "/": the name without its leading slash)
 	var drops deviceDrops
-	crit, slow, err := startDevicePair(ctx, zep, "tcp/"+proxy.Addr(), key, rec, &drops) // exp_bridge.go
+	crit, slow, err := startDevicePair(ctx, program, zep, "tcp/"+proxy.Addr(), key, rec, &drops) // exp_bridge.go
 	if err != nil {
 		return err
 	}
 	defer crit.Stop()
 	defer slow.Stop()
 	if err := waitFor("devices connected to zenohd", 30*time.Second, func() bool {
-		return crit.Stats().Connected && slow.Stats().Connected
+		return crit.Connected() && slow.Connected()
 	}); err != nil {
 		return err
 	}
@@ -292,7 +292,7 @@ func runROS2DDS(ctx context.Context, cfg Config, level string, plugin bool, res 
 		}
 		res.Notes = append(res.Notes, "publisher: Go Zenoh client (zenohpath) on \"scan\", reliable, congestion control BLOCK, priority RealTime, express (the plugin's route settings); gateway: zenohd 1.10.2 without plugin")
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("devices: sim/devsim %s/%s (tuned: 5 ms socket window, 4096 B batches) subscribed to %q", devPlatform, devBoard, key))
+	res.Notes = append(res.Notes, fmt.Sprintf("devices: %s subscribed to %q", devicesNote(program), key))
 
 	d := cfg.runDuration(level)
 	before, _ := measure.ProcUsage(zd.pid())
@@ -306,28 +306,31 @@ func runROS2DDS(ctx context.Context, cfg Config, level string, plugin bool, res 
 		u := after.Sub(before)
 		res.Gateway = &u
 	}
-	if ss, ok := crit.Stats().Subscriptions[key]; ok && ss.DeviceReceive.Count > 0 {
-		res.DeviceRecvP95Ms, res.HasDeviceRecv = ss.DeviceReceive.P95, true
-	}
+	res.DeviceRecvP95Ms, res.HasDeviceRecv = crit.RecvP95(key)
 	st := proxy.Stats()
 	res.ProducedLoss = st.ProducedLoss()
 	res.Notes = append(res.Notes, fmt.Sprintf("linkemu: to device %d packets, %d lost, %d retransmits; produced loss %.2f %%",
 		st.ToDevice.Packets, st.ToDevice.Lost, st.ToDevice.Retransmits, 100*res.ProducedLoss))
 	rec.fill(res)
 	res.DeviceDrops = map[string]map[string]int{"crit": drops.of("crit"), "slow": drops.of("slow")}
-	res.Notes = append(res.Notes, deviceDeliveryNote(res, drops.of))
+	dropsOf := func(dev string) string { return fmtDrops(drops.of(dev)) }
+	if program == DevicesPico {
+		dropsOf = func(string) string { return deviceDropsNote(program, nil) }
+	}
+	res.Notes = append(res.Notes, deviceDeliveryNote(res, dropsOf))
 	return nil
 }
 
 // deviceDeliveryNote is a run's per-device line: delivered / attempted publications for
 // the critical ("crit") and the impaired ("slow") device, what each dropped itself, and
-// the names of the devices that missed any attempted sample.
-func deviceDeliveryNote(res *Result, dropsOf func(dev string) map[string]int) string {
+// the names of the devices that missed any attempted sample. dropsOf says what a device
+// dropped itself (fmtDrops).
+func deviceDeliveryNote(res *Result, dropsOf func(dev string) string) string {
 	by := measure.ByConsumer(res.Samples)
 	var parts, missed []string
 	for _, dc := range []struct{ dev, consumer string }{{"crit", Critical}, {"slow", Impaired}} {
 		dl := measure.CheckDelivery(res.Published, by[dc.consumer])
-		parts = append(parts, fmt.Sprintf("%s %d/%d (dropped in the device: %s)", dc.dev, dl.Unique, len(res.Attempts), fmtDrops(dropsOf(dc.dev))))
+		parts = append(parts, fmt.Sprintf("%s %d/%d (dropped in the device: %s)", dc.dev, dl.Unique, len(res.Attempts), dropsOf(dc.dev)))
 		if dl.Unique < len(res.Attempts) {
 			missed = append(missed, dc.dev)
 		}

@@ -82,11 +82,11 @@ func TestDeviceDeliveryNote(t *testing.T) {
 	}
 	drops := map[string]map[string]int{"slow": {"slot": 2, "ring_full": 1}}
 	require.Equal(t, "delivered/attempted: crit 3/4 (dropped in the device: none), slow 1/4 (dropped in the device: ring_full 1, slot 2); devices that missed samples: crit, slow",
-		deviceDeliveryNote(res, func(dev string) map[string]int { return drops[dev] }))
+		deviceDeliveryNote(res, func(dev string) string { return fmtDrops(drops[dev]) }))
 	res.Attempts[3].Err = false
 	res.Attempts = res.Attempts[:3]
 	require.Equal(t, "delivered/attempted: crit 3/3 (dropped in the device: none), slow 1/3 (dropped in the device: none); devices that missed samples: slow",
-		deviceDeliveryNote(res, func(string) map[string]int { return nil }))
+		deviceDeliveryNote(res, func(string) string { return fmtDrops(nil) }))
 }
 
 // Without the anchor the ros2dds runs are "not run" with the reason, and picoeval says so
@@ -174,7 +174,10 @@ func TestSideBySide(t *testing.T) {
 	rd := synthetic("ros2dds-clean", "ros2dds", "clean")
 	rd.Attempts = append(rd.Attempts, measure.Attempt{Seq: 300, Err: true})
 	rd.Load = [2]float64{1.5, 2.25}
-	rows := []Row{Summarize(pb), Summarize(rd), Summarize(synthetic("exp3-picobridge-toggle", "picobridge", "toggle")),
+	rd.Seed, rd.Cotenant = 2, 2
+	pico := synthetic("ros2dds-pico-clean", "ros2dds-pico", "clean")
+	pico.Seed = 1
+	rows := []Row{Summarize(pico), Summarize(pb), Summarize(rd), Summarize(synthetic("exp3-picobridge-toggle", "picobridge", "toggle")),
 		Summarize(synthetic("exp1-dds-cyclone-clean", "dds-cyclone", "clean")), Summarize(&Result{Run: "ros2dds-mild", System: "ros2dds", Level: "mild", Missing: "x"})}
 	var b strings.Builder
 	writeSideBySide(&b, rows)
@@ -187,12 +190,13 @@ func TestSideBySide(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{
-		"| clean | ros2dds | 30.1 Hz | 1.00 ms | 1.00 ms | 1.00 ms | 300/301 | 150/301 | crit, slow | — | 1.50–2.25 |",
-		"| clean | picobridge | 30.0 Hz | 1.00 ms | 1.00 ms | 1.00 ms | 300/300 | 150/300 | slow | — | 0.00–0.00 |",
+		"| clean | ros2dds | 2 | 2 | 30.1 Hz | 1.00 ms | 1.00 ms | 1.00 ms | 300/301 | 150/301 | crit, slow | — | 1.50–2.25 |",
+		"| clean | picobridge | 0 | 0 | 30.0 Hz | 1.00 ms | 1.00 ms | 1.00 ms | 300/300 | 150/300 | slow | — | 0.00–0.00 |",
+		"| clean | ros2dds-pico | 1 | 0 | 30.0 Hz | 1.00 ms | 1.00 ms | 1.00 ms | 300/300 | 150/300 | slow | — | 0.00–0.00 |",
 	}, table)
 
 	b.Reset()
-	writeSideBySide(&b, rows[:1])
+	writeSideBySide(&b, rows[1:2])
 	require.Empty(t, b.String(), "picobridge alone: no table")
 	b.Reset()
 	writeSideBySide(&b, rows[1:2])
@@ -220,4 +224,28 @@ func TestPlanROS2DDSInterleaved(t *testing.T) {
 	require.Equal(t, []string{"ros2dds-clean", "ros2dds-mild", "ros2dds-moderate", "ros2dds-strong"}, names(Config{Only: []string{ROS2DDSExp}}))
 	require.Equal(t, []string{"exp2-zenoh-router-strong", "exp3-picobridge-strong", "ros2dds-strong"},
 		names(Config{Only: []string{"exp2", "exp3", ROS2DDSExp}, Levels: []string{"strong"}}))
+	// The zenoh-pico series follows the devsim runs of its level, PicoLevels only.
+	pico := Config{Only: []string{"exp3", ZenohdExp}, Levels: []string{"mild", "moderate"}, Devices: []string{DevicesDevsim, DevicesPico}, PicoLevels: []string{"moderate"}}
+	require.Equal(t, []string{"exp3-picobridge-mild", "zenohd-mild", "exp3-picobridge-moderate", "zenohd-moderate",
+		"exp3-picobridge-pico-moderate", "zenohd-pico-moderate"}, names(pico))
+	// Without ZENOH_PICO_DIR the series is planned and says what is missing.
+	t.Setenv("ZENOH_PICO_DIR", "")
+	for _, s := range plan(pico) {
+		if strings.HasSuffix(s.system, PicoSuffix) {
+			require.Contains(t, s.missing, "ZENOH_PICO_DIR not set", s.run)
+		}
+	}
+	// The busy variant: devsim devices only, BusyLevels only; the quiet runs keep all.
+	pico.BusyVariant, pico.BusyLevels = 2, []string{"moderate"}
+	var busy, quiet []string
+	for _, s := range plan(pico) {
+		if !pico.busySkips(s, 2) {
+			busy = append(busy, s.run)
+		}
+		if !pico.busySkips(s, 0) {
+			quiet = append(quiet, s.run)
+		}
+	}
+	require.Equal(t, []string{"exp3-picobridge-moderate", "zenohd-moderate"}, busy)
+	require.Equal(t, names(pico), quiet)
 }

@@ -47,41 +47,71 @@ func plan(cfg Config) []spec {
 	add("exp2", "zenoh-router", Levels, zenohMissing(), runZenohRouter)
 	pb := func(v bridgeVariant) func(ctx context.Context, cfg Config, level string, res *Result) error {
 		return func(ctx context.Context, cfg Config, level string, res *Result) error {
-			return runBridge(ctx, cfg, v, level, res)
+			return runBridge(ctx, cfg, v, DevicesDevsim, level, res)
 		}
 	}
-	add("exp3", "picobridge", append(Levels[:len(Levels):len(Levels)], "toggle"), ddsMissing(), pb(bridgeFull))
-	// Each zenohd and ros2dds run follows the exp3 / zenohd run at its level (or ends the
-	// list so far): side by side, the systems meet the same host load.
-	for _, v := range []struct {
-		exp     string
-		plugin  bool
-		missing string
-	}{{ZenohdExp, false, zenohdMissing()}, {ROS2DDSExp, true, anchorsMissing()}} {
-		if !cfg.wants(v.exp) {
+	// The side-by-side systems (exp3's picobridge, zenohd, ros2dds), level by level so that
+	// at each level they meet the same host load: first with devsim devices, then (when
+	// cfg.Devices has "pico" and the level is in cfg.PicoLevels) with real zenoh-pico
+	// devices, system names ending in PicoSuffix. exp3's toggle run (devsim only) ends them.
+	sides := []struct {
+		exp, system string
+		missing     string
+		fn          func(ctx context.Context, cfg Config, program, level string, res *Result) error
+	}{
+		{"exp3", "picobridge", ddsMissing(), func(ctx context.Context, cfg Config, program, level string, res *Result) error {
+			return runBridge(ctx, cfg, bridgeFull, program, level, res)
+		}},
+		{ZenohdExp, ZenohdExp, zenohdMissing(), func(ctx context.Context, cfg Config, program, level string, res *Result) error {
+			return runROS2DDS(ctx, cfg, level, false, program, res)
+		}},
+		{ROS2DDSExp, ROS2DDSExp, anchorsMissing(), func(ctx context.Context, cfg Config, program, level string, res *Result) error {
+			return runROS2DDS(ctx, cfg, level, true, program, res)
+		}},
+	}
+	for _, l := range Levels {
+		if len(cfg.Levels) > 0 && !slices.Contains(cfg.Levels, l) {
 			continue
 		}
-		for _, l := range ROS2DDSLevels {
-			if len(cfg.Levels) > 0 && !slices.Contains(cfg.Levels, l) {
+		for _, program := range cfg.devicePrograms() {
+			if program == DevicesPico && len(cfg.PicoLevels) > 0 && !slices.Contains(cfg.PicoLevels, l) {
 				continue
 			}
-			sp := spec{run: v.exp + "-" + l, exp: v.exp, system: v.exp, level: l, missing: v.missing,
-				fn: func(ctx context.Context, cfg Config, res *Result) error {
-					return runROS2DDS(ctx, cfg, l, v.plugin, res)
-				}}
-			at := len(out)
-			for i, s := range out {
-				if s.level == l && (s.exp == "exp3" || s.exp == ZenohdExp || s.exp == ROS2DDSExp) {
-					at = i + 1
+			for _, sd := range sides {
+				if !cfg.wants(sd.exp) {
+					continue
 				}
+				system, missing := sd.system, sd.missing
+				if program == DevicesPico {
+					system += PicoSuffix
+					if pm := picoMissing(); pm != "" {
+						missing = strings.TrimPrefix(missing+"; "+pm, "; ")
+					}
+				}
+				fn := sd.fn
+				name := sd.exp + "-" + system + "-" + l
+				if sd.exp != "exp3" {
+					name = system + "-" + l // zenohd-mild, ros2dds-pico-mild
+				}
+				out = append(out, spec{run: name, exp: sd.exp, system: system, level: l, missing: missing,
+					fn: func(ctx context.Context, cfg Config, res *Result) error { return fn(ctx, cfg, program, l, res) }})
 			}
-			out = slices.Insert(out, at, sp)
 		}
 	}
+	add("exp3", "picobridge", []string{"toggle"}, ddsMissing(), pb(bridgeFull))
 	add("exp4", "picobridge-noclassifier", []string{"moderate"}, ddsMissing(), pb(bridgeNoClassifier))
 	add("exp5", "split", Levels, ddsMissing(), dds(variantSplit))
 	add("exp6", "hop", []string{"clean"}, ddsMissing(), pb(bridgeHop))
 	return out
+}
+
+// busySkips reports whether the busy variant (busy loops = cfg.BusyVariant) leaves s out:
+// it runs devsim devices only, and only cfg.BusyLevels when given.
+func (c Config) busySkips(s spec, busy int) bool {
+	if c.BusyVariant == 0 || busy != c.BusyVariant || busy == c.Cotenant {
+		return false
+	}
+	return strings.HasSuffix(s.system, PicoSuffix) || (len(c.BusyLevels) > 0 && !slices.Contains(c.BusyLevels, s.level))
 }
 
 // Run executes the selected experiments and writes CSVs, summary.md and the plots into
@@ -104,6 +134,9 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 			runCfg.Seed = seed
 			runCfg.Cotenant = busy
 			for _, s := range plan(cfg) {
+				if cfg.busySkips(s, busy) {
+					continue
+				}
 				run := s.run
 				if len(cfg.Seeds) > 1 {
 					run = fmt.Sprintf("%s-s%d", s.run, seed)
@@ -140,6 +173,9 @@ func Run(ctx context.Context, cfg Config) ([]*Result, error) {
 				results = append(results, res)
 			}
 		}
+	}
+	if picoDir != "" {
+		os.RemoveAll(picoDir)
 	}
 	if cfg.wants(MWExp) {
 		results = append(results, runMW(ctx, cfg)...)

@@ -128,7 +128,7 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, mwRows []MWRow, plots
 		crit, lost := critDelivered(r)
 		imp := fmt.Sprintf("%d (%.1f Hz)", r.ImpDelivery.Unique, r.ImpRate)
 		trans, dr := "—", "—"
-		if res.System == "picobridge" || len(res.Transitions) > 0 {
+		if strings.HasPrefix(res.System, "picobridge") || len(res.Transitions) > 0 {
 			trans = fmt.Sprint(len(res.Transitions))
 		}
 		if len(res.Toggles) > 0 {
@@ -259,7 +259,7 @@ var (
 )
 
 // systemOrder fixes the order of systems in plots.
-var systemOrder = []string{"dds-fastdds", "dds-cyclone", "zenoh-router", "zenohd", "ros2dds", "picobridge", "picobridge-noclassifier", "split"}
+var systemOrder = []string{"dds-fastdds", "dds-cyclone", "zenoh-router", "zenohd", "ros2dds", "picobridge", "zenohd-pico", "ros2dds-pico", "picobridge-pico", "picobridge-noclassifier", "split"}
 
 func writePlots(dir string, rows []Row) ([]string, error) {
 	var plots []string

@@ -31,16 +31,22 @@ var Source []byte
 // Binary is the name Build gives the program.
 const Binary = "rxtx"
 
-// Build writes rxtx.c into workDir and compiles it against p with
-// responder.Warnings, linked to libzenohpico with an rpath to p.LibDir; it
-// returns the executable's path. The compiler's output is in the error.
+// Build writes rxtx.c and the probe responder's sources (responder.Extract:
+// picobridge_probe.c/.h, for -n) into workDir and compiles them against p
+// with responder.Warnings, linked to libzenohpico with an rpath to
+// p.LibDir; it returns the executable's path. The compiler's output is in
+// the error.
 func Build(ctx context.Context, p responder.Pico, workDir string) (string, error) {
 	src := filepath.Join(workDir, "rxtx.c")
 	if err := os.WriteFile(src, Source, 0o644); err != nil {
 		return "", err
 	}
+	if err := responder.Extract(workDir); err != nil {
+		return "", err
+	}
 	bin := filepath.Join(workDir, Binary)
-	args := append(append(p.CFlags(), responder.Warnings...), "-O2", "-o", bin, src,
+	args := append(append(p.CFlags(), responder.Warnings...), "-O2", "-I"+workDir, "-o", bin, src,
+		filepath.Join(workDir, responder.LibSource),
 		"-L"+p.LibDir, "-Wl,-rpath,"+p.LibDir, "-lzenohpico", "-lpthread", "-lm", "-ldl")
 	out, err := exec.CommandContext(ctx, responder.CC(), args...).CombinedOutput()
 	if err != nil {

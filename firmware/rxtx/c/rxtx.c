@@ -4,6 +4,7 @@
  * (ZENOH_PICO_DIR), usually run under the zephyrfd shim.
  *
  *   rxtx -e ENDPOINT [-s KEY] [-p KEY] [-r HZ] [-z SIZE] [-x] [-d SEC] [-w SEC]
+ *        [-n NAME] [-l]
  *
  *   -e  router locator, e.g. tcp/127.0.0.1:7447#tout=5 (tout = the socket
  *       timeout in ms, zenoh-pico's SO_RCVTIMEO; default Z_CONFIG_SOCKET_TIMEOUT)
@@ -14,6 +15,12 @@
  *   -w  warm-up after the declarations, seconds (default 1): the write filter
  *       opens, the sender of the inbound stream starts
  *   -d  measured phase, seconds (default 10)
+ *   -n  answer picobridge's probes as device NAME (firmware/responder's
+ *       picobridge_probe.c, which also announces the build's knobs), so a
+ *       picobridge gateway classifies this device as it would a board
+ *   -l  print one line per stamped sample of the measured phase, from the
+ *       callback, before the closing JSON: "r STAMP_NS RECV_NS" (both
+ *       CLOCK_REALTIME ns; eval/runner's zenoh-pico device series reads it)
  *
  * Payload format, both directions: little-endian CDR of a std_msgs/Header,
  * as picobridge's gateway and devsim write it: bytes 0-3 encapsulation
@@ -45,6 +52,7 @@
 #include <unistd.h>
 
 #include "zenoh-pico.h"
+#include "picobridge_probe.h"
 
 #define MAX_SAMPLES (1 << 20)
 
@@ -52,6 +60,7 @@ static double lat_ms[MAX_SAMPLES];
 static atomic_int phase;    /* 0 warm-up, 1 measured, 2 done */
 static atomic_long samples; /* callbacks in the measured phase */
 static atomic_long stamped; /* of which with a stamp (entries of lat_ms) */
+static int log_samples;     /* -l */
 
 static int64_t realtime_ns(void) {
     struct timespec t;
@@ -109,6 +118,10 @@ static void on_sample(z_loaned_sample_t *sample, void *arg) {
     if (i < MAX_SAMPLES) {
         lat_ms[i] = (double)(now - stamp) / 1e6;
     }
+    if (log_samples) {
+        printf("r %lld %lld\n", (long long)stamp, (long long)now);
+        fflush(stdout);
+    }
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -129,11 +142,11 @@ static double rank(const double *v, long n, double p) {
 }
 
 int main(int argc, char **argv) {
-    const char *ep = NULL, *sub_key = NULL, *pub_key = NULL;
+    const char *ep = NULL, *sub_key = NULL, *pub_key = NULL, *name = NULL;
     double hz = 0, dur = 10, warm = 1;
     long size = 64;
     int express = 0, opt;
-    while ((opt = getopt(argc, argv, "e:s:p:r:z:xd:w:")) != -1) {
+    while ((opt = getopt(argc, argv, "e:s:p:r:z:xd:w:n:l")) != -1) {
         switch (opt) {
             case 'e': ep = optarg; break;
             case 's': sub_key = optarg; break;
@@ -143,12 +156,16 @@ int main(int argc, char **argv) {
             case 'x': express = 1; break;
             case 'd': dur = atof(optarg); break;
             case 'w': warm = atof(optarg); break;
+            case 'n': name = optarg; break;
+            case 'l': log_samples = 1; break;
             default: return 2;
         }
     }
     if (ep == NULL || (sub_key == NULL && pub_key == NULL) || size < 24 || size > 65536 || hz < 0 || dur <= 0 ||
-        warm < 0) {
-        fprintf(stderr, "usage: rxtx -e ENDPOINT [-s KEY] [-p KEY] [-r HZ] [-z SIZE 24..65536] [-x] [-d SEC] [-w SEC]\n");
+        warm < 0 || (name != NULL && !picobridge_probe_name_valid(name))) {
+        fprintf(stderr,
+                "usage: rxtx -e ENDPOINT [-s KEY] [-p KEY] [-r HZ] [-z SIZE 24..65536] [-x] [-d SEC] [-w SEC] "
+                "[-n NAME [A-Za-z0-9_.-]{1,64}] [-l]\n");
         return 2;
     }
 
@@ -183,6 +200,11 @@ int main(int argc, char **argv) {
             fprintf(stderr, "rxtx: cannot declare a publisher on %s\n", pub_key);
             return 1;
         }
+    }
+    static picobridge_probe_t probe; /* must not move while declared */
+    if (name != NULL && picobridge_probe_init(&probe, z_loan(s), name, NULL) < 0) {
+        fprintf(stderr, "rxtx: cannot declare the probe responder of %s\n", name);
+        return 1;
     }
     printf("ready\n");
     fflush(stdout);
@@ -219,6 +241,9 @@ int main(int argc, char **argv) {
     double secs = mono_s() - t0;
     atomic_store(&phase, 2);
 
+    if (name != NULL) {
+        picobridge_probe_drop(&probe);
+    }
     if (pub_key != NULL) {
         z_drop(z_move(pub));
     }
