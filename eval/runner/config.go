@@ -44,7 +44,8 @@ type Config struct {
 	// Seeds, when it has more than one, runs every run of the plan once per seed (the run's
 	// name gets "-s<seed>") and the summary adds the across-seed table: median and min–max
 	// of the per-run critical p50/p95/p99 (issue 27: ≥ 3 seeds per cell). The middleware
-	// comparison runs with the first seed only.
+	// comparison runs once per seed too; its fastest system per size must then be apart
+	// from the next over all seeds (mwWinner).
 	Seeds []uint64
 
 	// Middleware comparison (experiment "mw"): empty lists mean the defaults
@@ -61,7 +62,8 @@ type Config struct {
 	// BusyVariant, when > 0, runs every run of experiments 1–6, zenohd and ros2dds a
 	// second time with that many busy loops beside it (run name suffix "-busy"; the
 	// across-seed table and results.json keep the two apart), so that every system is
-	// measured on a busy host too (issue 27 item 3). The middleware comparison runs once.
+	// measured on a busy host too (issue 27 item 3). The middleware comparison runs on the
+	// quiet host only.
 	BusyVariant int
 
 	// BusyLevels, when not empty, restricts the busy variant to these levels (e.g.

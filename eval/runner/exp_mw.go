@@ -371,31 +371,44 @@ func runMW(ctx context.Context, cfg Config) []*Result {
 	if len(cfg.MWSizes) > 0 {
 		sizes = cfg.MWSizes
 	}
-	cfg.Log("picoeval: mw: %d profiles × %d sizes per system, planned ≈ %v", len(profiles), len(sizes), mwPlannedTime(cfg).Round(time.Second))
+	seeds := cfg.Seeds
+	if len(seeds) == 0 {
+		seeds = []uint64{cfg.Seed}
+	}
+	cfg.Log("picoeval: mw: %d profiles × %d sizes per system, %d seed(s), planned ≈ %v", len(profiles), len(sizes), len(seeds),
+		(time.Duration(len(seeds)) * mwPlannedTime(cfg)).Round(time.Second))
 	var results []*Result
-	for _, sp := range mwSpecs(cfg) {
-		var rs []*Result
-		for _, prof := range profiles {
-			for _, size := range sizes {
-				rs = append(rs, &Result{Run: mwRunName(sp.system, prof, size, sp.tls), Exp: MWExp, System: sp.system, Level: prof,
-					MW: &MWInfo{Size: size, TLS: sp.tls}, Cotenant: cfg.Cotenant, ProducedLoss: math.NaN()})
+	for _, seed := range seeds {
+		scfg := cfg
+		scfg.Seed = seed
+		for _, sp := range mwSpecs(scfg) {
+			var rs []*Result
+			for _, prof := range profiles {
+				for _, size := range sizes {
+					name := mwRunName(sp.system, prof, size, sp.tls)
+					if len(seeds) > 1 {
+						name = fmt.Sprintf("%s-s%d", name, seed)
+					}
+					rs = append(rs, &Result{Run: name, Exp: MWExp, System: sp.system, Level: prof, Seed: seed,
+						MW: &MWInfo{Size: size, TLS: sp.tls}, Cotenant: cfg.Cotenant, ProducedLoss: math.NaN()})
+				}
 			}
+			results = append(results, rs...)
+			switch {
+			case sp.missing != "":
+				for _, r := range rs {
+					r.Missing = sp.missing
+				}
+				cfg.Log("picoeval: mw %s tls=%t not run (%s)", sp.system, sp.tls, sp.missing)
+				continue
+			case ctx.Err() != nil:
+				for _, r := range rs {
+					r.Missing = "interrupted"
+				}
+				continue
+			}
+			runMWSession(ctx, scfg, sp, rs)
 		}
-		results = append(results, rs...)
-		switch {
-		case sp.missing != "":
-			for _, r := range rs {
-				r.Missing = sp.missing
-			}
-			cfg.Log("picoeval: mw %s tls=%t not run (%s)", sp.system, sp.tls, sp.missing)
-			continue
-		case ctx.Err() != nil:
-			for _, r := range rs {
-				r.Missing = "interrupted"
-			}
-			continue
-		}
-		runMWSession(ctx, cfg, sp, rs)
 	}
 	return results
 }

@@ -121,6 +121,19 @@ func mwPresent(rows []MWRow) (profiles []string, sizes []int, labels []string) {
 	return profiles, sizes, labels
 }
 
+// findMWAll is every completed run of label, profile and size (one per seed).
+func findMWAll(rows []MWRow, label, profile string, size int) []*MWRow {
+	var out []*MWRow
+	for i := range rows {
+		r := &rows[i]
+		if okMW(*r) && mwLabel(r.Res) == label && r.Res.Level == profile && r.Res.MW.Size == size {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// findMW is the first completed run of label, profile and size (the first seed's).
 func findMW(rows []MWRow, label, profile string, size int) *MWRow {
 	for i := range rows {
 		r := &rows[i]
@@ -142,11 +155,14 @@ var seedWinner = map[string]string{"ethernet": MWCyclone, "wifi": MWZenoh, "4g":
 const mwTieRatio = 1.05
 
 // mwWinner picks, among the non-TLS systems of profile, the one with the lowest
-// q-quantile (rankLatency) at the most payload sizes; a size where the best two are
-// within mwTieRatio is a tie and counts for nobody. Equal win counts are broken by the
-// lower geometric mean over the sizes where every candidate has a finite value. It
-// returns the winner ("" when nobody won a size), its wins, the sizes compared and, per
-// size, "SIZE SYSTEM" or "SIZE A≈B" for a tie.
+// q-quantile (rankLatency) at the most payload sizes. With one run per cell, a size where
+// the best two are within mwTieRatio is a tie and counts for nobody; with several seeds
+// per cell (the runs of one system, profile and size), the size is won only when the
+// fastest system's range over its seeds lies wholly below the next one's (their ranges do
+// not overlap), else it is a tie. Systems are ordered by the median over seeds. Equal win
+// counts are broken by the lower geometric mean of those medians over the sizes where
+// every candidate has a finite value. It returns the winner ("" when nobody won a size),
+// its wins, the sizes compared and, per size, "SIZE SYSTEM" or "SIZE A≈B" for a tie.
 func mwWinner(rows []MWRow, profile string, sizes []int, q float64) (winner string, wins, compared int, perSize []string) {
 	var cands []string
 	for _, s := range MWSystems {
@@ -164,45 +180,55 @@ func mwWinner(rows []MWRow, profile string, sizes []int, q float64) (winner stri
 	logSum := map[string]float64{}
 	for _, size := range sizes {
 		type cv struct {
-			c string
-			v float64
+			c  string
+			sp Spread
 		}
 		var vs []cv
 		all := true
 		for _, c := range cands {
-			v := math.NaN()
-			if r := findMW(rows, c, profile, size); r != nil {
-				v = r.rankLatency(q)
+			var vals []float64
+			for _, r := range findMWAll(rows, c, profile, size) {
+				vals = append(vals, r.rankLatency(q))
 			}
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+			sp := SpreadOf(vals)
+			if sp.N == 0 || math.IsInf(sp.Median, 0) {
 				all = false
 			}
-			if !math.IsNaN(v) {
-				vs = append(vs, cv{c, v})
+			if sp.N > 0 {
+				vs = append(vs, cv{c, sp})
 			}
 		}
-		if len(vs) == 0 || math.IsInf(vs[0].v, 1) && len(vs) == 1 {
+		if len(vs) == 0 || math.IsInf(vs[0].sp.Median, 1) && len(vs) == 1 {
 			continue
 		}
 		slices.SortStableFunc(vs, func(a, b cv) int {
 			switch {
-			case a.v < b.v:
+			case a.sp.Median < b.sp.Median:
 				return -1
-			case a.v > b.v:
+			case a.sp.Median > b.sp.Median:
 				return 1
 			}
 			return 0
 		})
 		compared++
-		if len(vs) > 1 && !(vs[1].v > vs[0].v*mwTieRatio) {
-			perSize = append(perSize, SizeLabel(size)+" "+vs[0].c+"≈"+vs[1].c)
-		} else {
+		won := len(vs) == 1
+		if len(vs) > 1 {
+			best, next := vs[0].sp, vs[1].sp
+			if best.N > 1 && next.N > 1 {
+				won = best.Max < next.Min
+			} else {
+				won = next.Median > best.Median*mwTieRatio
+			}
+		}
+		if won {
 			count[vs[0].c]++
 			perSize = append(perSize, SizeLabel(size)+" "+vs[0].c)
+		} else {
+			perSize = append(perSize, SizeLabel(size)+" "+vs[0].c+"≈"+vs[1].c)
 		}
 		if all {
 			for _, x := range vs {
-				logSum[x.c] += math.Log(math.Max(x.v, 1e-6))
+				logSum[x.c] += math.Log(math.Max(x.sp.Median, 1e-6))
 			}
 		}
 	}
@@ -215,6 +241,28 @@ func mwWinner(rows []MWRow, profile string, sizes []int, q float64) (winner stri
 		}
 	}
 	return winner, wins, compared, perSize
+}
+
+// mwSeeds is the largest number of runs (seeds) of one mw cell.
+func mwSeeds(rows []MWRow) int {
+	n := map[string]int{}
+	most := 0
+	for _, r := range rows {
+		if okMW(r) {
+			k := fmt.Sprint(mwLabel(r.Res), r.Res.Level, r.Res.MW.Size)
+			n[k]++
+			most = max(most, n[k])
+		}
+	}
+	return most
+}
+
+// mwTieRule says when a size counts as won (mwWinner).
+func mwTieRule(rows []MWRow) string {
+	if n := mwSeeds(rows); n > 1 {
+		return fmt.Sprintf("With %d seeds per cell, a size is won only where the fastest system's range (min–max over its seeds) lies wholly below the next one's; overlapping ranges are a tie (systems ordered by their median).", n)
+	}
+	return fmt.Sprintf("A size where the best two are within %.0f %% is a tie (one run per cell).", 100*(mwTieRatio-1))
 }
 
 // mwParagraph states per profile which system had the lowest p50 and p95 and whether the
@@ -268,7 +316,7 @@ func writeMWSection(w *bufio.Writer, cfg Config, rows []MWRow, plots []string) {
 	fmt.Fprintf(w, "## Middleware comparison\n\n")
 	fmt.Fprintf(w, "After the second seed paper (Zhang et al., arXiv:2309.07496: Cyclone DDS best on Ethernet, Zenoh best on Wi-Fi and 4G). One publisher and one subscriber per system; the subscriber's TCP link runs through linkemu with the link class's profile (profiles.yaml cites each figure), the publisher's link is clean loopback. Open loop: a fixed offered rate per payload (at most %d msg/s and at most %.0f %% of the link's bandwidth, at least %d messages per run); latency = receive time − send stamp in the payload (one host clock), percentiles over the delivered messages; throughput = delivered messages (and bytes, MB = 10⁶ B) per second from the first send to the last reception. Broker CPU = utime+stime of the broker process over the run (/proc). How DDS crosses the proxy and the deviations: docs/eval.md.\n\n",
 		mwMaxRateHz, 100*mwLinkShare, mwMinMessages)
-	fmt.Fprintf(w, "Fastest system per link class, computed from the table below: among the runs without TLS (the seed compared without security), per payload size the lowest p50 / p95 over all sent messages (a lost message counts as infinitely late); a size where the best two are within %.0f %% is a tie.\n\n%s\n", 100*(mwTieRatio-1), mwParagraph(rows))
+	fmt.Fprintf(w, "Fastest system per link class, computed from the table below: among the runs without TLS (the seed compared without security), per payload size the lowest p50 / p95 over all sent messages (a lost message counts as infinitely late); %s\n\n%s\n", mwTieRule(rows), mwParagraph(rows))
 	fmt.Fprintf(w, "| run | system | link | payload | TLS | offered msg/s | delivered/attempted | p50 | p95 | p99 | delivered msg/s | MB/s | broker CPU | link loss produced (expected) | busy loops |\n")
 	fmt.Fprintf(w, "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
 	for _, r := range rows {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -258,4 +259,37 @@ func FuzzMWChildLine(f *testing.F) {
 		rec.fill(res)
 		require.LessOrEqual(t, len(res.Samples)+len(res.Attempts), 1)
 	})
+}
+
+// With several seeds per cell a size is won only where the fastest system's range over
+// its seeds lies below the next one's: overlapping ranges are a tie even when the medians
+// differ by more than the one-run 5 % rule, and disjoint ranges win even when the medians
+// are within 5 %.
+func TestMWWinnerAcrossSeeds(t *testing.T) {
+	const n = 40
+	flat := func(ms float64) func(int) float64 { return func(int) float64 { return ms } }
+	var rows []MWRow
+	add := func(system string, size int, lats ...float64) {
+		for i, l := range lats {
+			r := mwSynthetic(system, "wifi", size, false, n, flat(l))
+			r.Seed = uint64(i + 1)
+			r.Run += fmt.Sprintf("-s%d", r.Seed)
+			rows = append(rows, SummarizeMW(r))
+		}
+	}
+	// 64 B: medians 3.0 vs 4.0 (33 % apart) but zenoh's 3.0–4.5 overlaps cyclone's 3.5–5: tie.
+	add(MWZenoh, 64, 3.0, 4.5, 2.9)
+	add(MWCyclone, 64, 4.0, 3.5, 5.0)
+	// 16 KiB: medians 10.0 vs 10.3 (3 % apart) but the ranges 9.9–10.1 and 10.2–10.4 are disjoint: zenoh wins.
+	add(MWZenoh, 16<<10, 10.0, 9.9, 10.1)
+	add(MWCyclone, 16<<10, 10.3, 10.2, 10.4)
+	w, wins, compared, by := mwWinner(rows, "wifi", []int{64, 16 << 10}, 0.5)
+	require.Equal(t, MWZenoh, w)
+	require.Equal(t, 1, wins)
+	require.Equal(t, 2, compared)
+	require.Equal(t, []string{"64B zenoh-rust≈cyclone", "16KiB zenoh-rust"}, by)
+	require.Equal(t, 3, mwSeeds(rows))
+	require.Contains(t, mwTieRule(rows), "With 3 seeds per cell")
+	cl := Claims(nil, rows)
+	require.Contains(t, cl[3].Numbers, "3 seeds per cell")
 }

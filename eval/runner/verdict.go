@@ -132,7 +132,11 @@ func Claims(rows []Row, mwRows []MWRow) []Claim {
 		if judged == 0 {
 			c.Numbers = "mw not run on " + strings.Join(claim.links, ", ")
 		} else {
-			c.Numbers += " (one run per cell: the middleware comparison uses the first seed only)"
+			if n := mwSeeds(mwRows); n > 1 {
+				c.Numbers += fmt.Sprintf(" (%d seeds per cell; a size is won only where the ranges over seeds do not overlap)", n)
+			} else {
+				c.Numbers += " (one run per cell)"
+			}
 		}
 		out = append(out, c)
 	}
