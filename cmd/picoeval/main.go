@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/picobridge/picobridge/ddspath/rosbag/rosbagtest"
 	"github.com/picobridge/picobridge/eval/runner"
@@ -88,6 +89,8 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 			if err := checkEvalConfig(&cfg); err != nil {
 				return cli.Usage(err)
 			}
+			cfg.Profile = profile
+			cfg.Command = commandLine(cmd)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if _, err := runner.Run(ctx, cfg); err != nil {
@@ -119,6 +122,21 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 	f.StringVar(&cfg.HarnessRealtime, "harness-realtime", "", "exp3/4/6: raise picoeval's own threads (publisher, devices) once the gateway runs: nice or fifo (as policy.express.realtime; children keep their priority), so that only the gateway meets the --cotenant busy loops")
 	f.StringVar(&cfg.Bag, "bag", "", "rosbag2 directory to replay (default: shared/data/mumble_rplidar_imu/hallway_room_loop via $PICOBRIDGE_SHARED or walking up)")
 	return cmd
+}
+
+// commandLine is "picoeval" and the flags given, in the order pflag sorts them.
+func commandLine(cmd *cobra.Command) string {
+	parts := []string{"picoeval"}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				parts = append(parts, "--"+f.Name, v)
+			}
+			return
+		}
+		parts = append(parts, "--"+f.Name, f.Value.String())
+	})
+	return strings.Join(parts, " ")
 }
 
 // applyProfile lays --profile over cfg; changed says whether a flag was given (an

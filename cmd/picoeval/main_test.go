@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -104,4 +105,11 @@ func FuzzParseSizes(f *testing.F) {
 			require.LessOrEqual(t, n, 64<<20)
 		}
 	})
+}
+
+// The summary's header quotes the flags given, so the page can be regenerated.
+func TestCommandLine(t *testing.T) {
+	cmd := newCommand(io.Discard)
+	require.NoError(t, cmd.ParseFlags([]string{"--seeds", "1,2,3", "--only", "exp3,mw", "--gateway-cfg", "a:1", "--gateway-cfg", "b:2", "--duration", "60s"}))
+	require.Equal(t, "picoeval --duration 1m0s --gateway-cfg a:1 --gateway-cfg b:2 --only exp3,mw --seeds 1,2,3", commandLine(cmd))
 }

@@ -88,6 +88,11 @@ type Config struct {
 	// this leaves the gateway alone with the hogs, so the latency is the gateway's.
 	HarnessRealtime string
 
+	// Profile names the protocol in the summary's header ("standard", "full"; Quick says
+	// "quick"); "" reads "standard". Command is the command line that made the run, quoted
+	// in the header so that the page can be regenerated ("" = not shown).
+	Profile, Command string
+
 	// hostStart is hostLine() when Run started (the summary's header).
 	hostStart string
 }

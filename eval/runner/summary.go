@@ -91,9 +91,12 @@ func WriteReport(cfg Config, results []*Result) error {
 
 func writeSummary(w *bufio.Writer, cfg Config, rows []Row, mwRows []MWRow, plots []string) {
 	fmt.Fprintf(w, "# picoeval summary\n\n")
-	profile := "full"
-	if cfg.Quick {
+	profile := cfg.Profile
+	switch {
+	case cfg.Quick:
 		profile = "quick"
+	case profile == "":
+		profile = "standard"
 	}
 	gen := time.Now().UTC().Format("2006-01-02 15:04 MST")
 	if len(rows) == 0 {
@@ -101,6 +104,9 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, mwRows []MWRow, plots
 	} else {
 		fmt.Fprintf(w, "Generated %s by `picoeval` (%s profile, %s). Bag `%s`, topic `%s` replayed at %.0f Hz (looping, header stamps rewritten to the send time). Latency = receive time − header stamp, one host clock. Definitions and deviations from the paper: docs/eval.md.\n\n",
 			gen, profile, seedsLabel(cfg), bagLabel(cfg.Bag), cfg.Topic, cfg.RateHz)
+	}
+	if cfg.Command != "" {
+		fmt.Fprintf(w, "Command: `%s`.\n\n", cfg.Command)
 	}
 	if cfg.hostStart != "" {
 		fmt.Fprintf(w, "Host at the start: %s. At the end: %s.\n\n", cfg.hostStart, hostLine())

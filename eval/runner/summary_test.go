@@ -220,11 +220,12 @@ func TestSeedCellsAndTable(t *testing.T) {
 	require.Zero(t, SpreadOf([]float64{math.NaN()}).N)
 
 	out := t.TempDir()
-	require.NoError(t, WriteReport(Config{Out: out, Seeds: []uint64{1, 2, 3}}, results))
+	require.NoError(t, WriteReport(Config{Out: out, Seeds: []uint64{1, 2, 3}, Profile: "full", Command: "picoeval --profile full"}, results))
 	sum, err := os.ReadFile(filepath.Join(out, "summary.md"))
 	require.NoError(t, err)
 	s := string(sum)
 	require.Contains(t, s, "(full profile, seeds 1,2,3)")
+	require.Contains(t, s, "Command: `picoeval --profile full`.")
 	require.Contains(t, s, "## Across seeds")
 	require.Contains(t, s, "| exp3 | picobridge | mild | 0 | 1,2,3 | 2.00 ms [1.00 ms–3.00 ms] | 2.00 ms [1.00 ms–3.00 ms] | 2.00 ms [1.00 ms–3.00 ms] | 897/900 |")
 	require.Contains(t, s, "| exp3 | zenohd | mild | 0 | 1,2,3 | 5.00 ms [4.00 ms–6.00 ms] |")
@@ -252,5 +253,5 @@ func TestSeedCellsAndTable(t *testing.T) {
 	sum1, err := os.ReadFile(filepath.Join(out1, "summary.md"))
 	require.NoError(t, err)
 	require.NotContains(t, string(sum1), "Across seeds")
-	require.Contains(t, string(sum1), "(full profile, seed 1)")
+	require.Contains(t, string(sum1), "(standard profile, seed 1)")
 }
