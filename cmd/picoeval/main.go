@@ -102,7 +102,7 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 	}
 	f := cmd.Flags()
 	f.BoolVar(&cfg.Quick, "quick", false, "short runs (10 s per level) for smoke tests and CI")
-	f.StringVar(&profile, "profile", "standard", "quick (= --quick), standard (one seed, 40 s clean / 60 s impaired), or full (the third edition: --seeds 1,2,3 --duration 120s --busy-variant 2 unless given)")
+	f.StringVar(&profile, "profile", "standard", "quick (= --quick), standard (one seed, 40 s clean / 60 s impaired), or full (the third edition: --seeds 1,2,3 --duration 120s --busy-variant 2 --mw-duration 3s unless given)")
 	f.IntVar(&cfg.BusyVariant, "busy-variant", 0, "run every run of exp1–6, zenohd and ros2dds again with this many CPU busy loops beside it (names end in -busy); 0 = not")
 	f.StringVar(&busyLevels, "busy-levels", "", "with --busy-variant: the levels the busy variant runs (default: all that run)")
 	f.StringVar(&devices, "devices", "", "device programs behind exp3's picobridge, zenohd and ros2dds: devsim, pico (real zenoh-pico from $ZENOH_PICO_DIR; systems named …-pico) or both, comma-separated (default devsim)")
@@ -118,6 +118,7 @@ It writes raw CSVs, summary.md and PNG plots to --out and prints the path of sum
 	f.StringVar(&mwProfiles, "mw-profiles", "", "mw: link profiles (default "+strings.Join(runner.MWProfiles, ",")+")")
 	f.StringVar(&mwSystems, "mw-systems", "", "mw: systems (default "+strings.Join(runner.MWSystems, ",")+")")
 	f.BoolVar(&cfg.MWNoTLS, "mw-no-tls", false, "mw: skip the TLS variants")
+	f.DurationVar(&cfg.MWDuration, "mw-duration", 0, "mw: publication time per (link, payload) phase (default: --duration, else 3 s; --quick 1 s)")
 	f.StringArrayVar(&cfg.GatewayCfg, "gateway-cfg", nil, "exp3/4/6: a picobridge configuration setting KEY:YAML_VALUE laid over the gateway's (picobridge run --cfg; repeatable), e.g. policy.express.realtime:fifo")
 	f.StringVar(&cfg.HarnessRealtime, "harness-realtime", "", "exp3/4/6: raise picoeval's own threads (publisher, devices) once the gateway runs: nice or fifo (as policy.express.realtime; children keep their priority), so that only the gateway meets the --cotenant busy loops")
 	f.StringVar(&cfg.Bag, "bag", "", "rosbag2 directory to replay (default: shared/data/mumble_rplidar_imu/hallway_room_loop via $PICOBRIDGE_SHARED or walking up)")
@@ -158,6 +159,9 @@ func applyProfile(cfg *runner.Config, profile string, changed func(string) bool)
 		}
 		if !changed("busy-variant") {
 			cfg.BusyVariant = 2
+		}
+		if !changed("mw-duration") {
+			cfg.MWDuration = 3 * time.Second // the middleware phases keep their length
 		}
 	default:
 		return fmt.Errorf("--profile %s: want quick, standard or full", profile)
@@ -252,6 +256,9 @@ func checkEvalConfig(cfg *runner.Config) error {
 	}
 	if cfg.Duration < 0 {
 		return fmt.Errorf("--duration %v: must be ≥ 0 (0: the defaults)", cfg.Duration)
+	}
+	if cfg.MWDuration < 0 {
+		return fmt.Errorf("--mw-duration %v: must be ≥ 0 (0: the default)", cfg.MWDuration)
 	}
 	switch cfg.HarnessRealtime {
 	case "", "off", "nice", "fifo":

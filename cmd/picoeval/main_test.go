@@ -57,6 +57,7 @@ func TestApplyProfile(t *testing.T) {
 	require.Equal(t, []uint64{1, 2, 3}, cfg.Seeds)
 	require.Equal(t, 120*time.Second, cfg.Duration)
 	require.Equal(t, 2, cfg.BusyVariant)
+	require.Equal(t, 3*time.Second, cfg.MWDuration)
 	// Explicit flags win.
 	cfg = runner.Config{Seeds: []uint64{7}, Duration: time.Minute}
 	require.NoError(t, applyProfile(&cfg, "full", func(f string) bool { return f == "seeds" || f == "duration" || f == "busy-variant" }))

@@ -54,6 +54,8 @@ type Config struct {
 	MWSizes    []int
 	MWSystems  []string
 	MWNoTLS    bool
+	// MWDuration is the publication time of one mw phase; 0: Duration, else 3 s.
+	MWDuration time.Duration
 
 	// Cotenant is the number of CPU busy loops (separate processes) run beside the
 	// systems under test during every run, stopped after it; 0 = none.

@@ -77,9 +77,12 @@ func mwRate(size int, bw linkemu.Bitrate) float64 {
 	return r
 }
 
-// mwPhaseDuration is the publication time of one (profile, size) phase.
+// mwPhaseDuration is the publication time of one (profile, size) phase: MWDuration, else
+// Duration, else 3 s (quick: 1 s).
 func (c Config) mwPhaseDuration() time.Duration {
 	switch {
+	case c.MWDuration > 0:
+		return c.MWDuration
 	case c.Duration > 0:
 		return c.Duration
 	case c.Quick:

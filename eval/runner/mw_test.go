@@ -236,6 +236,9 @@ func TestMWPlannedTimeFitsBudget(t *testing.T) {
 	t.Logf("full mw plan: %v", full)
 	require.Less(t, full, 10*time.Minute) // 2 minutes left for loss stalls and host load
 	require.Greater(t, full, 5*time.Minute)
+	// --duration sets the experiments' runs; --mw-duration keeps the phases at 3 s.
+	require.Equal(t, full, mwPlannedTime(Config{Duration: time.Minute, MWDuration: 3 * time.Second}))
+	require.Greater(t, mwPlannedTime(Config{Duration: time.Minute}), 10*full)
 	quick := mwPlannedTime(Config{Quick: true, MWProfiles: []string{"wifi"}, MWSizes: []int{64, 16 << 10}})
 	t.Logf("smoke mw plan: %v", quick)
 	require.Less(t, quick, 40*time.Second)
