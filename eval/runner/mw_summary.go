@@ -270,9 +270,15 @@ func mwTieRule(rows []MWRow) string {
 func mwParagraph(rows []MWRow) string {
 	profiles, sizes, _ := mwPresent(rows)
 	var b strings.Builder
+	// how a tie was decided: the ranges over seeds (mwWinner with more than one seed per
+	// cell) or the one-run 5 % rule.
+	tied := fmt.Sprintf("ties within %.0f %%", 100*(mwTieRatio-1))
+	if n := mwSeeds(rows); n > 1 {
+		tied = fmt.Sprintf("ties: ranges over %d seeds overlap", n)
+	}
 	say := func(q string, w string, n, c int, by []string) string {
 		if w == "" {
-			return fmt.Sprintf("no lowest %s (ties within %.0f %% at all %d sizes: %s)", q, 100*(mwTieRatio-1), c, strings.Join(by, ", "))
+			return fmt.Sprintf("no lowest %s (%s at all %d sizes: %s)", q, tied, c, strings.Join(by, ", "))
 		}
 		return fmt.Sprintf("lowest %s %s (at %d of %d payload sizes: %s)", q, w, n, c, strings.Join(by, ", "))
 	}

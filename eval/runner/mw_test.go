@@ -295,4 +295,15 @@ func TestMWWinnerAcrossSeeds(t *testing.T) {
 	require.Contains(t, mwTieRule(rows), "With 3 seeds per cell")
 	cl := Claims(nil, rows)
 	require.Contains(t, cl[3].Numbers, "3 seeds per cell")
+
+	// Every size tied: the paragraph names the seeds' rule, not the one-run 5 % rule.
+	var tied []MWRow
+	for _, r := range rows {
+		if r.Res.MW.Size == 64 {
+			tied = append(tied, r)
+		}
+	}
+	p := mwParagraph(tied)
+	require.Contains(t, p, "no lowest p50 (ties: ranges over 3 seeds overlap at all 1 sizes: 64B zenoh-rust≈cyclone)")
+	require.NotContains(t, p, "within 5 %")
 }

@@ -255,3 +255,21 @@ func TestSeedCellsAndTable(t *testing.T) {
 	require.NotContains(t, string(sum1), "Across seeds")
 	require.Contains(t, string(sum1), "(standard profile, seed 1)")
 }
+
+// The per-level plots draw the quiet run of the lowest seed, whatever order the runs ran in:
+// a busy-variant run or a later seed listed first is not the one drawn.
+func TestPlotRowQuietLowestSeed(t *testing.T) {
+	mk := func(run string, seed uint64, busy int) Row {
+		return Row{Res: &Result{Run: run, System: "zenohd", Level: "moderate", Seed: seed, Cotenant: busy}}
+	}
+	rows := []Row{
+		mk("zenohd-moderate-s2-busy", 2, 2),
+		mk("zenohd-moderate-s3", 3, 0),
+		mk("zenohd-moderate-s1-busy", 1, 2),
+		mk("zenohd-moderate-s2", 2, 0),
+		{Res: &Result{Run: "zenohd-moderate-s1", System: "zenohd", Level: "moderate", Seed: 1, Missing: "zenohd"}},
+	}
+	require.Equal(t, "zenohd-moderate-s2", plotRow(rows, "zenohd", "moderate").Res.Run)
+	require.Nil(t, plotRow(rows, "zenohd", "strong"))
+	require.Equal(t, []uint64{1, 2, 3}, runSeeds(rows))
+}
