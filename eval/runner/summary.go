@@ -210,8 +210,8 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, mwRows []MWRow, plots
 	}
 	if len(plots) > 0 {
 		fmt.Fprintf(w, "\n## Plots\n\n")
-		if seeds := runSeeds(rows); len(seeds) > 1 {
-			fmt.Fprintf(w, "One run per system and level (`plotRow`): the run with the fewest busy loops beside it and the lowest seed (here seed %d of %d); the across-seed table gives the spread.\n\n", seeds[0], len(seeds))
+		if len(cfg.Seeds) > 1 {
+			fmt.Fprintf(w, "One run per system and level (`plotRow`): the run with the fewest busy loops beside it and the lowest seed (here seed %d of %d); the across-seed table gives the spread.\n\n", slices.Min(cfg.Seeds), len(cfg.Seeds))
 		}
 		for _, p := range plots {
 			fmt.Fprintf(w, "![%s](%s)\n\n", p, p)
@@ -288,18 +288,6 @@ func plotRow(rows []Row, system, level string) *Row {
 	return best
 }
 
-// runSeeds is the sorted distinct seeds of rows.
-func runSeeds(rows []Row) []uint64 {
-	var seeds []uint64
-	for _, r := range rows {
-		if !slices.Contains(seeds, r.Res.Seed) {
-			seeds = append(seeds, r.Res.Seed)
-		}
-	}
-	slices.Sort(seeds)
-	return seeds
-}
-
 func writePlots(dir string, rows []Row) ([]string, error) {
 	var plots []string
 	var firstErr error
@@ -324,11 +312,10 @@ func writePlots(dir string, rows []Row) ([]string, error) {
 	if len(systems) == 0 {
 		return nil, nil
 	}
-	find := func(system, level string) *Row { return plotRow(rows, system, level) }
 	for _, level := range Levels {
 		var series []report.Series
 		for _, s := range systems {
-			if r := find(s, level); r != nil {
+			if r := plotRow(rows, s, level); r != nil {
 				x, y := measure.CDF(measure.ByConsumer(r.Res.Samples)[Critical])
 				series = append(series, report.Series{Name: s, X: x, Y: y})
 			}
@@ -344,7 +331,7 @@ func writePlots(dir string, rows []Row) ([]string, error) {
 	for i, s := range systems {
 		for _, level := range Levels {
 			v, q := math.NaN(), math.NaN()
-			if r := find(s, level); r != nil {
+			if r := plotRow(rows, s, level); r != nil {
 				v, q = r.Crit.P95, r.Pub.Rate
 			}
 			p95[i] = append(p95[i], v)
