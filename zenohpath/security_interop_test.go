@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +70,15 @@ func secureRouter(t *testing.T, tcfg transport.Config, ep string) (*zenohpath.Ro
 // Python subscriber connected with extra flags.
 func pySubGoPub(t *testing.T, r *zenohpath.Router, ep string, extra ...string) {
 	t.Helper()
+	pySubGoPubWhile(t, r, ep, nil, extra...)
+}
+
+// pySubGoPubWhile is pySubGoPub that calls connected, when not nil, once the
+// Python subscriber's declaration has reached the router and before the first
+// put: its face is certain to exist then (it goes when the subscriber exits,
+// which may be a millisecond after the last put).
+func pySubGoPubWhile(t *testing.T, r *zenohpath.Router, ep string, connected func(), extra ...string) {
+	t.Helper()
 	const n = 200
 	key := "sec/" + strings.ReplaceAll(t.Name(), "/", "_")
 	args := append([]string{"sub", key, "--connect", ep, "--count", strconv.Itoa(n), "--timeout", interop.Seconds(30 * time.Second), "--quiet"}, extra...)
@@ -81,6 +89,9 @@ func pySubGoPub(t *testing.T, r *zenohpath.Router, ep string, extra ...string) {
 	pub, err := s.DeclarePublisher(key, zenohpath.PublisherOptions{CongestionControl: zenohpath.CongestionControlBlock})
 	require.NoError(t, err)
 	eventually(t, "python subscriber", 10*time.Second, pub.HasMatchingSubscribers)
+	if connected != nil {
+		connected()
+	}
 	for i := range n {
 		require.NoError(t, pub.Put(zpqPayload(uint64(i), 64), nil))
 	}
@@ -120,29 +131,14 @@ func TestInteropTLS(t *testing.T) {
 	t.Run("mtls", func(t *testing.T) {
 		r, ep := secureRouter(t, transport.Config{TLS: &p.mtlsServerTLS}, "tls/127.0.0.1:0")
 		// While the Python subscriber is connected, its face carries the
-		// certificate's CN (polled here: the face goes when it exits).
-		var seen atomic.Bool
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for !seen.Load() {
-				for _, f := range r.Faces() {
-					if f.AuthID == "dev-7" {
-						seen.Store(true)
-					}
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(5 * time.Millisecond):
-				}
+		// certificate's CN.
+		pySubGoPubWhile(t, r, ep, func() {
+			var ids []string
+			for _, f := range r.Faces() {
+				ids = append(ids, f.AuthID)
 			}
-		}()
-		pySubGoPub(t, r, ep, p.pyMTLS...)
-		close(stop)
-		<-done
-		require.True(t, seen.Load(), "no face with the client certificate's CN dev-7")
+			require.Contains(t, ids, "dev-7", "no face with the client certificate's CN dev-7")
+		}, p.pyMTLS...)
 		t.Logf("no client certificate: %s", pyRefused(t, ep, p.pyTLS...))
 		t.Logf("client certificate from another CA: %s", pyRefused(t, ep, p.pyMTLSOtherDev...))
 	})
