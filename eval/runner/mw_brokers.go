@@ -247,7 +247,9 @@ func mosquittoMissing() string {
 }
 
 // mosquittoConfig is the generated broker configuration: one listener on loopback,
-// anonymous clients, no persistence, errors and warnings to stderr; with TLS the listener
+// anonymous clients, no persistence, errors and warnings to stderr, Mosquitto's default
+// set_tcp_nodelay false (Nagle on: with TLS a 16 KiB message waits ≈ 23 ms for a delayed
+// ACK, docs/results/2026-12-04-mosquitto-tls-nagle.md); with TLS the listener
 // presents the certificate. `user root` keeps a broker started as root from switching
 // to the mosquitto user (who could not read the key in our temp dir).
 func mosquittoConfig(port int, pki *mwPKI) string {
@@ -361,7 +363,7 @@ func openMWMosquitto(ctx context.Context, cfg Config, useTLS bool, sink *mwSink)
 		return t.Error()
 	}
 	return &mwConn{publish: inProcessPublish(put), proxy: proxy, brokerPID: broker.pid(), broker: "mosquitto", close: cl.run,
-		notes: []string{"broker: Mosquitto (Debian package, generated config, loopback listener); clients: paho.mqtt.golang v1.5.1, MQTT 3.1.1, QoS 1 publish (waits for PUBACK) and subscription" + tlsNote(useTLS)}}, nil
+		notes: []string{"broker: Mosquitto (Debian package, generated config, loopback listener, Nagle on as by default: set_tcp_nodelay false); clients: paho.mqtt.golang v1.5.1, MQTT 3.1.1, QoS 1 publish (waits for PUBACK) and subscription" + tlsNote(useTLS)}}, nil
 }
 
 // startCotenants starts n CPU busy loops (separate `sh` processes) and returns the
