@@ -218,17 +218,20 @@ func (r *svcServer) teardown(why string) {
 	}
 }
 
+// fail answers a detached call with an error reply and finishes it. The call
+// is counted before the reply goes (here, in refuse and on the ok path), so a
+// caller holding the reply finds it in picobridge_service_calls_total.
 func (r *svcServer) fail(c *svcCall, result, msg string) {
+	r.sv.m.calls.WithLabelValues(dirToDDS, result).Inc()
 	_ = c.q.ReplyErr([]byte(msg), nil)
 	c.q.Finish()
-	r.sv.m.calls.WithLabelValues(dirToDDS, result).Inc()
 }
 
 // refuse answers a query that was not detached.
 func (r *svcServer) refuse(q *zenohpath.Query, result, msg string) {
-	_ = q.ReplyErr([]byte("picobridge: service "+r.name+": "+msg), nil)
 	r.calls.Add(1)
 	r.sv.m.calls.WithLabelValues(dirToDDS, result).Inc()
+	_ = q.ReplyErr([]byte("picobridge: service "+r.name+": "+msg), nil)
 }
 
 // onQuery runs on the data session's dispatcher: it writes the request and
@@ -393,13 +396,13 @@ func (r *svcServer) onReply(smp *ddspath.Sample) {
 		a.Timestamp = time.Now()
 		opts = &zenohpath.ReplyOptions{Attachment: a.Marshal()}
 	}
+	r.ok.Add(1)
+	r.sv.m.calls.WithLabelValues(dirToDDS, callOK).Inc()
+	r.sv.m.seconds.WithLabelValues(dirToDDS).Observe(time.Since(c.start).Seconds())
 	if err := c.q.Reply(r.key, body, opts); err != nil {
 		r.sv.log.Debug("service reply not sent", "service", r.name, "err", err)
 	}
 	c.q.Finish()
-	r.ok.Add(1)
-	r.sv.m.calls.WithLabelValues(dirToDDS, callOK).Inc()
-	r.sv.m.seconds.WithLabelValues(dirToDDS).Observe(time.Since(c.start).Seconds())
 	if fast {
 		r.next()
 	}
