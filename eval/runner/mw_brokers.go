@@ -248,8 +248,8 @@ func mosquittoMissing() string {
 
 // mosquittoConfig is the generated broker configuration: one listener on loopback,
 // anonymous clients, no persistence, errors and warnings to stderr, Mosquitto's default
-// set_tcp_nodelay false (Nagle on: with TLS a 16 KiB message waits ≈ 23 ms for a delayed
-// ACK, docs/results/2026-12-04-mosquitto-tls-nagle.md); with TLS the listener
+// set_tcp_nodelay false (Nagle on: with TLS a 16 KiB message takes ≈ 23 ms instead of
+// ≈ 1.5, docs/results/2026-12-04-mosquitto-tls-nagle.md); with TLS the listener
 // presents the certificate. `user root` keeps a broker started as root from switching
 // to the mosquitto user (who could not read the key in our temp dir).
 func mosquittoConfig(port int, pki *mwPKI) string {
