@@ -162,7 +162,7 @@ func writeSummary(w *bufio.Writer, cfg Config, rows []Row, mwRows []MWRow, plots
 	writeSeedTable(w, rows)
 
 	for _, r := range rows {
-		if r.Res.Missing != "" || r.Res.Err != nil || r.Direct.N == 0 {
+		if !okRow(r) || r.Direct.N == 0 {
 			continue
 		}
 		fmt.Fprintf(w, "**Hop overhead (%s)**: DDS reader directly p50 %s / p95 %s (%d samples); device through picobridge p50 %s / p95 %s (%d samples): **%+.2f ms at p50** (paper: +0.4 ms; our bar ≤ 0.15 ms).\n\n",
@@ -270,6 +270,10 @@ var (
 // systemOrder fixes the order of systems in plots.
 var systemOrder = []string{"dds-fastdds", "dds-cyclone", "zenoh-router", "zenohd", "ros2dds", "picobridge", "zenohd-pico", "ros2dds-pico", "picobridge-pico", "picobridge-noclassifier", "split"}
 
+// okRow: the run ran and completed (not missing a component, no error); okMW is the same
+// for the middleware rows.
+func okRow(r Row) bool { return r.Res.Missing == "" && r.Res.Err == nil }
+
 // plotRow is the run the per-level plots draw for system at level: among the runs that
 // ran, the one with the fewest busy loops beside it (the quiet host, not the busy
 // variant), then the lowest seed; nil when none ran.
@@ -277,7 +281,7 @@ func plotRow(rows []Row, system, level string) *Row {
 	var best *Row
 	for i := range rows {
 		r := &rows[i]
-		if r.Res.Missing != "" || r.Res.Err != nil || r.Res.System != system || r.Res.Level != level {
+		if !okRow(*r) || r.Res.System != system || r.Res.Level != level {
 			continue
 		}
 		if best == nil || r.Res.Cotenant < best.Res.Cotenant ||
@@ -300,11 +304,10 @@ func writePlots(dir string, rows []Row) ([]string, error) {
 		}
 		plots = append(plots, name)
 	}
-	ok := func(r Row) bool { return r.Res.Missing == "" && r.Res.Err == nil }
 	var systems []string
 	for _, s := range systemOrder {
 		for _, r := range rows {
-			if ok(r) && r.Res.System == s && !slices.Contains(systems, s) {
+			if okRow(r) && r.Res.System == s && !slices.Contains(systems, s) {
 				systems = append(systems, s)
 			}
 		}
@@ -343,7 +346,7 @@ func writePlots(dir string, rows []Row) ([]string, error) {
 	keep("publisher-rate.png", report.BarsRef(filepath.Join(dir, "publisher-rate.png"), "publisher rate per impairment level",
 		"impairment level of the impaired device's link", "publication attempts per second (Hz)", Levels, systems, rate, false, paperRateRefs))
 	for _, r := range rows {
-		if !ok(r) || r.Res.Level != "toggle" {
+		if !okRow(r) || r.Res.Level != "toggle" {
 			continue
 		}
 		ts, lv := measure.StateSeries(r.Res.Transitions, Impaired, r.Res.StartNs, r.Res.EndNs, "UNKNOWN")

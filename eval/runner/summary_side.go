@@ -17,7 +17,7 @@ var sideBySideSystems = []string{"zenohd", "ros2dds", "picobridge", "zenohd" + P
 // Nothing is written unless a ros2dds or zenohd run and another system's run completed.
 func writeSideBySide(w io.Writer, rows []Row) {
 	ok := func(r Row) bool {
-		return r.Res.Missing == "" && r.Res.Err == nil && slices.Contains(sideBySideSystems, r.Res.System) && slices.Contains(Levels, r.Res.Level)
+		return okRow(r) && slices.Contains(sideBySideSystems, r.Res.System) && slices.Contains(Levels, r.Res.Level)
 	}
 	systems := map[string]bool{}
 	for _, r := range rows {

@@ -52,7 +52,7 @@ func Claims(rows []Row, mwRows []MWRow) []Claim {
 		}
 		minRate := math.Inf(1)
 		for _, r := range rows {
-			if r.Res.Exp == cell.Exp && r.Res.System == cell.System && r.Res.Level == cell.Level && r.Res.Missing == "" && r.Res.Err == nil {
+			if r.Res.Exp == cell.Exp && r.Res.System == cell.System && r.Res.Level == cell.Level && okRow(r) {
 				minRate = math.Min(minRate, r.Pub.Rate)
 			}
 		}
@@ -76,7 +76,7 @@ func Claims(rows []Row, mwRows []MWRow) []Claim {
 	c = Claim{Claim: fmt.Sprintf("Adaptive Bridge: the bridge hop adds ≈ %.1f ms at p50 (read as: at most %.1f ms)", hopPaperMs, hopPaperMs)}
 	var hops []float64
 	for _, r := range rows {
-		if r.Res.Missing == "" && r.Res.Err == nil && r.Direct.N > 0 && r.Crit.N > 0 {
+		if okRow(r) && r.Direct.N > 0 && r.Crit.N > 0 {
 			hops = append(hops, r.Crit.P50-r.Direct.P50)
 		}
 	}
